@@ -1,0 +1,144 @@
+# make run    set up what is missing, migrate, bootstrap the demo key, serve on :8000 (make run PORT=8001)
+# make test   set up, start throwaway PostgreSQL + Redis, ruff, pytest (PostgreSQL), pytest -m core (SQLite)
+# make setup  system packages, .venv, the project (editable, with dev extras), harmony vocabulary
+# make lint   ruff check .
+# make clean  caches, test services and their data (keeps .venv, the demo database and key)
+# make distclean  also .venv, .run (demo database, demo key) and .cache
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+# Each recipe is one shell script: variables, traps and `cd` carry from line to line.
+.ONESHELL:
+.DEFAULT_GOAL := help
+
+PYTHON ?= python3
+VENV ?= .venv
+VENV_BIN := $(abspath $(VENV))/bin
+PORT ?= 8000
+export PORT
+# The venv's executables (python, pip, daphne, celery, honcho, ruff, pytest) come first.
+export PATH := $(VENV_BIN):$(PATH)
+export HARMONY_VOCAB_DIR ?= $(CURDIR)/.cache/harmony
+
+STAMP := $(VENV)/.installed
+VOCAB := $(HARMONY_VOCAB_DIR)/o200k_base.tiktoken
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
+
+.PHONY: help setup system-packages run test lint clean distclean
+
+help:
+	@sed -n 's/^# \(make .*\)/\1/p' $(firstword $(MAKEFILE_LIST))
+
+# --- setup -----------------------------------------------------------------------------------
+setup: system-packages $(STAMP) $(VOCAB) | .run
+
+# apt only when something is missing, so that a second run touches nothing.
+system-packages:
+	@missing=""
+	command -v $(PYTHON) >/dev/null || missing="$$missing python3"
+	if [ ! -x $(VENV)/bin/python ] && ! $(PYTHON) -c 'import ensurepip, venv' 2>/dev/null; then
+		missing="$$missing python3-venv"
+	fi
+	command -v redis-server >/dev/null || missing="$$missing redis-server"
+	if [ -n "$$missing" ]; then
+		echo "setup: installing$$missing from apt"
+		$(APT) update -qq
+		$(APT) install -y -qq $$missing >/dev/null
+	fi
+
+$(VENV)/bin/python:
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/python -m pip install -q --upgrade pip
+
+# Reinstall only when pyproject.toml changed (or the venv is new).
+$(STAMP): pyproject.toml | $(VENV)/bin/python
+	$(VENV)/bin/python -m pip install -q -e '.[dev]'
+	touch $@
+
+$(VOCAB): $(STAMP)
+	python manage.py write_harmony_vocab
+	touch $@
+
+.run:
+	mkdir -p .run
+
+# --- run ---------------------------------------------------------------------------------------
+# Starts web, worker, beat and a local redis-server (Procfile) under honcho; Ctrl-C stops all.
+# When something already answers as Redis on 127.0.0.1:6379 (a leftover redis-server), it is
+# reused and the Procfile's redis is not started; when REDIS_URL points elsewhere, that Redis
+# is used. Anything else on 6379 is an error with a hint.
+run: setup
+	@python manage.py migrate --noinput
+	python manage.py bootstrap_demo
+	redis_url="$${REDIS_URL:-redis://127.0.0.1:6379/0}"
+	if ! python -c 'import sys; from urllib.parse import urlsplit; p = urlsplit(sys.argv[1]); sys.exit((p.hostname or "127.0.0.1") not in ("127.0.0.1", "localhost") or (p.port or 6379) != 6379)' "$$redis_url"; then
+		redis_mode=external
+	elif python -c 'import sys, redis; redis.Redis.from_url(sys.argv[1], socket_timeout=1, socket_connect_timeout=1).ping()' "$$redis_url" 2>/dev/null; then
+		redis_mode=reuse
+	elif python -c 'import socket; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", 6379))' 2>/dev/null; then
+		redis_mode=start
+	else
+		redis_mode=busy
+	fi
+	procs="web worker beat redis"
+	case "$$redis_mode" in
+		reuse) echo "run: a Redis already answers on 127.0.0.1:6379; using it (the Procfile's redis is not started)."
+			procs="web worker beat" ;;
+		external) echo "run: REDIS_URL points elsewhere; using that Redis (the Procfile's redis is not started)."
+			procs="web worker beat" ;;
+		busy) echo "run: port 6379 is taken by something that is not a Redis we can use." >&2
+			echo "run: free the port, or set REDIS_URL=redis://127.0.0.1:<port>/0 to a running Redis." >&2
+			exit 1 ;;
+	esac
+	if ! python -c 'import socket, sys; s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1])))' $(PORT) 2>/dev/null; then
+		echo "run: port $(PORT) is in use; choose another with: make run PORT=8001" >&2
+		exit 1
+	fi
+	echo "run: serving on http://127.0.0.1:$(PORT) (admin: /admin/, API: /v1/); Ctrl-C stops everything."
+	exec honcho start -f Procfile -p $(PORT) $$procs
+
+# --- test --------------------------------------------------------------------------------------
+# One `make test` at a time per tree (a lock, so a second one waits instead of wiping the
+# first one's services); services are started fresh (stale ones from an aborted run are
+# stopped first) and stopped on any exit. pytest's exit code 5 (no tests collected) is
+# not a failure; every other non-zero code is.
+test: setup
+	@mkdir -p .run test-artifacts
+	exec 9>.run/test.lock
+	if ! flock -n 9; then echo "test: another make test runs in this tree; waiting for it"; flock 9; fi
+	trap 'bash scripts/test-services.sh stop 9>&-' EXIT
+	trap 'exit 130' INT TERM
+	bash scripts/test-services.sh start 9>&-
+	eval "$$(bash scripts/test-services.sh env)"
+	failed=""
+	run_pytest() {
+		local label=$$1 rc=0
+		shift
+		pytest "$$@" 9>&- || rc=$$?
+		if [ $$rc -eq 5 ]; then echo "test: pytest ($$label) collected no tests; not counted as a failure"; rc=0; fi
+		return $$rc
+	}
+	echo "== ruff check ."
+	ruff check . 9>&- || failed="$$failed ruff"
+	echo "== pytest on PostgreSQL ($$DATABASE_URL)"
+	run_pytest postgres --junitxml=test-artifacts/junit-postgres.xml || failed="$$failed pytest-postgres"
+	sqlite_dir=$(CURDIR)/.run/test/sqlite
+	rm -rf "$$sqlite_dir" && mkdir -p "$$sqlite_dir"
+	echo "== pytest -m core on SQLite"
+	(export DATABASE_URL="sqlite:///$$sqlite_dir/test.sqlite3"
+	 run_pytest sqlite -m core --junitxml=test-artifacts/junit-sqlite.xml) || failed="$$failed pytest-sqlite"
+	if [ -n "$$failed" ]; then echo "test: FAILED:$$failed" >&2; exit 1; fi
+	echo "test: all passed"
+
+lint: setup
+	ruff check .
+
+# --- clean -------------------------------------------------------------------------------------
+clean:
+	@if [ -f scripts/test-services.sh ]; then bash scripts/test-services.sh stop || true; fi
+	rm -rf .run/test .run/test.lock test-artifacts .ruff_cache .pytest_cache *.egg-info build
+	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean
+	rm -rf $(VENV) .run .cache

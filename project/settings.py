@@ -1,0 +1,179 @@
+"""Settings: everything comes from the environment, with defaults for the embedded setup.
+
+The embedded default (``make run``) is SQLite in WAL mode, a local Redis, one Celery
+worker and Daphne. Production sets DATABASE_URL to PostgreSQL.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_bool(name: str, default: bool) -> bool:
+    value = os.environ.get(name)
+    if value is None:
+        return default
+    return value.strip().lower() in {"1", "true", "yes", "on"}
+
+
+def env_float(name: str, default: float) -> float:
+    value = os.environ.get(name)
+    return float(value) if value not in (None, "") else default
+
+
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-insecure-change-me")
+# Keys are hashed with their own secret so that rotating DJANGO_SECRET_KEY (sessions,
+# CSRF) does not invalidate every API key.
+API_KEY_HMAC_SECRET = os.environ.get("API_KEY_HMAC_SECRET", "dev-api-key-secret-change-me")
+DEBUG = env_bool("DJANGO_DEBUG", False)
+ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "*").split(",") if h]
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "channels",
+    "responses_app",
+    "tools_app",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+]
+
+ROOT_URLCONF = "project.urls"
+APPEND_SLASH = False
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+ASGI_APPLICATION = "project.asgi.application"
+WSGI_APPLICATION = "project.wsgi.application"
+
+RUN_DIR = Path(os.environ.get("RUN_DIR", BASE_DIR / ".run"))
+DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{RUN_DIR / 'db.sqlite3'}")
+DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the SSE readers read while a worker writes; the busy timeout makes
+    # writers queue instead of failing with "database is locked".
+    DATABASES["default"]["OPTIONS"] = {
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "timeout": 30,
+        "transaction_mode": "IMMEDIATE",
+    }
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = False
+USE_TZ = True
+STATIC_URL = "static/"
+STATIC_ROOT = RUN_DIR / "static"
+
+REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+# --- Celery -------------------------------------------------------------------------
+# The longest response we expect to run; the broker's visibility timeout must exceed
+# it, or Redis would hand an acknowledged-late task to a second worker while the first
+# still runs it.
+RESPONSE_MAX_RUNTIME_S = env_float("RESPONSE_MAX_RUNTIME_S", 3600)
+CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
+CELERY_RESULT_BACKEND = None
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_ACKS_LATE = True
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(RESPONSE_MAX_RUNTIME_S * 2)}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+CELERY_BEAT_SCHEDULE = {
+    "reap-expired-leases": {
+        "task": "responses_app.tasks.reap_expired_leases",
+        "schedule": env_float("REAPER_INTERVAL_S", 10.0),
+    },
+    "purge-unstored-responses": {
+        "task": "responses_app.tasks.purge_unstored_responses",
+        "schedule": env_float("PURGE_INTERVAL_S", 30.0),
+    },
+}
+
+# --- Responses runtime ----------------------------------------------------------------
+# A worker renews its lease every LEASE_RENEW_S; the reaper recovers rows whose lease is
+# older than LEASE_TTL_S (a worker that died). Keep TTL several renew periods long.
+LEASE_TTL_S = env_float("RESPONSE_LEASE_TTL_S", 15.0)
+LEASE_RENEW_S = env_float("RESPONSE_LEASE_RENEW_S", 3.0)
+# A response that crashed before emitting any output item is retried this many times.
+RESPONSE_MAX_ATTEMPTS = int(os.environ.get("RESPONSE_MAX_ATTEMPTS", "3"))
+# Events are committed at most this long after they are produced.
+EVENT_FLUSH_INTERVAL_S = env_float("EVENT_FLUSH_INTERVAL_S", 0.05)
+SSE_KEEPALIVE_S = env_float("SSE_KEEPALIVE_S", 15.0)
+# Rows of store=false responses are deleted this long after the response ends.
+UNSTORED_RETENTION_S = env_float("UNSTORED_RETENTION_S", 60.0)
+ECHO_TOKEN_DELAY_MS = env_float("ECHO_TOKEN_DELAY_MS", 0.0)
+
+HARMONY_VOCAB_DIR = Path(os.environ.get("HARMONY_VOCAB_DIR", BASE_DIR / ".cache" / "harmony"))
+
+
+def _load_model_registry() -> dict[str, dict]:
+    """The models this deployment serves: id -> {"engine": ..., ...}.
+
+    From MODEL_REGISTRY (JSON) or MODEL_REGISTRY_FILE (a JSON file); by default only the
+    deterministic ``echo`` engine, which needs no weights.
+    """
+    raw = os.environ.get("MODEL_REGISTRY")
+    path = os.environ.get("MODEL_REGISTRY_FILE")
+    if not raw and path:
+        raw = Path(path).read_text()
+    registry = json.loads(raw) if raw else {"echo": {"engine": "echo", "max_model_len": 131072}}
+    for model_id, entry in registry.items():
+        entry.setdefault("queue", f"model.{model_id}")
+    return registry
+
+
+MODEL_REGISTRY = _load_model_registry()
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["responses_app.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "EXCEPTION_HANDLER": "responses_app.errors.drf_exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"daphne": {"level": "WARNING"}, "django.channels.server": {"level": "WARNING"}},
+}

@@ -1,0 +1,89 @@
+"""API keys: ``sk-<prefix>-<secret>``; stored as the prefix plus HMAC-SHA256(secret).
+
+The prefix is a public lookup handle (it is shown in the admin); the secret never
+touches the database. The HMAC key is a dedicated setting, so a database dump alone
+cannot be used to verify guesses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+from rest_framework.authentication import BaseAuthentication
+from rest_framework.request import Request
+
+from .errors import AuthenticationFailed
+from .models import ApiKey, Tenant
+
+KEY_PATTERN = re.compile(r"^sk-([a-z0-9]{12})-([A-Za-z0-9_\-]{32,128})$")
+LAST_USED_RESOLUTION_S = 60
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the tenant every query is scoped to, and the key used."""
+
+    tenant: Tenant
+    api_key: ApiKey
+
+    # DRF treats request.user as the authenticated principal.
+    is_authenticated = True
+
+
+def _secret_hmac(secret: str) -> str:
+    return hmac.new(settings.API_KEY_HMAC_SECRET.encode(), secret.encode(), hashlib.sha256).hexdigest()
+
+
+def create_api_key(tenant_name: str, name: str = "") -> tuple[ApiKey, str]:
+    """Create a key (and its tenant if needed). Returns the row and the plaintext key,
+    which exists only here."""
+    prefix = "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(12))
+    secret = secrets.token_urlsafe(32)
+    with transaction.atomic():
+        tenant, _ = Tenant.objects.get_or_create(name=tenant_name)
+        key = ApiKey.objects.create(tenant=tenant, name=name, prefix=prefix, secret_hmac=_secret_hmac(secret))
+    return key, f"sk-{prefix}-{secret}"
+
+
+def authenticate_bearer(header: str | None) -> Caller:
+    """Resolve an ``Authorization`` header to a caller or raise AuthenticationFailed (401)."""
+    if not header:
+        raise AuthenticationFailed("You didn't provide an API key. Use the header 'Authorization: Bearer <key>'.")
+    scheme, _, token = header.partition(" ")
+    if scheme.lower() != "bearer" or not token.strip():
+        raise AuthenticationFailed("Malformed Authorization header; expected 'Bearer <key>'.")
+    match = KEY_PATTERN.match(token.strip())
+    if match is None:
+        raise AuthenticationFailed("Incorrect API key provided.", code="invalid_api_key")
+    prefix, secret = match.groups()
+    key = ApiKey.objects.select_related("tenant").filter(prefix=prefix).first()
+    if key is None or not hmac.compare_digest(key.secret_hmac, _secret_hmac(secret)):
+        raise AuthenticationFailed("Incorrect API key provided.", code="invalid_api_key")
+    if key.revoked_at is not None:
+        raise AuthenticationFailed("This API key has been revoked.", code="invalid_api_key")
+    _touch_last_used(key)
+    return Caller(tenant=key.tenant, api_key=key)
+
+
+def _touch_last_used(key: ApiKey) -> None:
+    # At most one write per key per minute: authentication must stay a read.
+    now = timezone.now()
+    if key.last_used_at is None or (now - key.last_used_at).total_seconds() >= LAST_USED_RESOLUTION_S:
+        ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
+        key.last_used_at = now
+
+
+class ApiKeyAuthentication(BaseAuthentication):
+    def authenticate(self, request: Request) -> tuple[Caller, ApiKey]:
+        caller = authenticate_bearer(request.META.get("HTTP_AUTHORIZATION"))
+        return caller, caller.api_key
+
+    def authenticate_header(self, request: Request) -> str:
+        return "Bearer"

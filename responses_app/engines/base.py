@@ -1,0 +1,41 @@
+"""The engine interface: the only thing the worker knows about generation.
+
+An engine turns prompt token ids into a stream of output token ids. One engine lives
+in each worker process and is shared by every response that process runs at once, so
+everything here is called on the engine host's single asyncio loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class SamplingParams:
+    max_tokens: int | None = None
+    temperature: float | None = None
+    top_p: float | None = None
+    # Generation stops right after any of these tokens (harmony's <|return|>, <|call|>).
+    stop_token_ids: tuple[int, ...] = ()
+    # Engine-specific knobs (e.g. echo's per-token delay); engines ignore unknown keys.
+    extra: dict = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EngineChunk:
+    """New output tokens. ``cached_tokens``: prompt tokens served from cache, if known."""
+
+    token_ids: list[int]
+    cached_tokens: int | None = None
+
+
+class Engine(Protocol):
+    def generate(
+        self, prompt_token_ids: list[int], params: SamplingParams, request_id: str
+    ) -> AsyncIterator[EngineChunk]:
+        """Stream the output for one request; ends after a stop token or max_tokens."""
+
+    async def abort(self, request_id: str) -> None:
+        """Stop a running request; its ``generate`` iterator ends soon after."""

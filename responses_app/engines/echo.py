@@ -1,0 +1,207 @@
+"""A deterministic engine that needs no weights: for tests and the offline demo.
+
+It reads the harmony prompt it is given and answers the LAST user message:
+
+* Plain text: a short analysis, then a final answer quoting the text.
+* A "script" (text starting with ``<|channel|>``): harmony completion markup that the
+  engine outputs verbatim, one segment per ``generate`` call. A segment ends right
+  after ``<|call|>`` or ``<|return|>`` (or at the end of the script). Later calls skip
+  the segments whose tool calls the prompt already holds after that user message, so a
+  script drives a whole tool-calling exchange, within one response or across several.
+
+Every call runs on the engine host's shared asyncio loop, so it never blocks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from openai_harmony import HarmonyEncoding, Message, Role, StreamableParser
+
+from responses_app.engines.base import EngineChunk, SamplingParams
+from responses_app.harmony.encoding import get_encoding, special_token_id
+
+SCRIPT_PREFIX = "<|channel|>"
+CHUNK_TOKENS = 3  # small, so that message boundaries fall inside a chunk
+ABORTED_HISTORY = 1000
+EXHAUSTED_TEXT = "(echo: the script has no more segments)"
+
+
+@dataclass(frozen=True)
+class PromptView:
+    """What the echo engine needs from a prompt."""
+
+    user_text: str  # the last user message ("" if none)
+    calls_after_user: int  # assistant tool calls the prompt holds after that message
+
+
+class EchoEngine:
+    def __init__(self, default_token_delay_ms: float = 0.0) -> None:
+        self._default_delay_ms = default_token_delay_ms
+        self._running: set[str] = set()
+        self._abort_requested: set[str] = set()
+        self._aborted: deque[str] = deque(maxlen=ABORTED_HISTORY)
+
+    # --- Engine protocol ----------------------------------------------------------------
+
+    async def generate(
+        self, prompt_token_ids: list[int], params: SamplingParams, request_id: str
+    ) -> AsyncIterator[EngineChunk]:
+        self._running.add(request_id)
+        try:
+            tokens = self.plan_output(prompt_token_ids)
+            async for chunk in self._stream(tokens, params, request_id):
+                yield chunk
+        finally:
+            self._running.discard(request_id)
+            self._abort_requested.discard(request_id)
+
+    async def abort(self, request_id: str) -> None:
+        # Recorded even when nothing runs under this id, so tests can see the attempt.
+        self._aborted.append(request_id)
+        if request_id in self._running:
+            self._abort_requested.add(request_id)
+
+    # --- introspection for tests --------------------------------------------------------
+
+    def running_requests(self) -> set[str]:
+        return set(self._running)
+
+    def aborted_requests(self) -> list[str]:
+        """Ids passed to ``abort``, oldest first (the last ABORTED_HISTORY)."""
+        return list(self._aborted)
+
+    # --- output planning ----------------------------------------------------------------
+
+    def plan_output(self, prompt_token_ids: list[int]) -> list[int]:
+        """The whole output this prompt gets, before max_tokens and stop tokens."""
+        encoding = get_encoding()
+        view = read_prompt(encoding, prompt_token_ids)
+        if view.user_text.lstrip().startswith(SCRIPT_PREFIX):
+            return script_segment(encoding, view.user_text.lstrip(), view.calls_after_user)
+        return echo_answer(encoding, view.user_text)
+
+    # --- streaming ----------------------------------------------------------------------
+
+    async def _stream(self, tokens: list[int], params: SamplingParams, request_id: str) -> AsyncIterator[EngineChunk]:
+        delay_s = self._delay_ms(params) / 1000.0
+        # With a delay each token is "generated" separately, so it is delivered at once.
+        chunk_size = 1 if delay_s > 0 else CHUNK_TOKENS
+        stops = set(params.stop_token_ids)
+        limit = len(tokens) if params.max_tokens is None else min(len(tokens), max(params.max_tokens, 0))
+        pending: list[int] = []
+        first = True
+        for token in tokens[:limit]:
+            if request_id in self._abort_requested:
+                return
+            if delay_s > 0:
+                await asyncio.sleep(delay_s)
+                if request_id in self._abort_requested:
+                    return
+            pending.append(token)
+            stop = token in stops
+            if len(pending) >= chunk_size or stop:
+                yield EngineChunk(token_ids=pending, cached_tokens=0 if first else None)
+                first, pending = False, []
+                # Let other requests on the shared loop run, even without a delay.
+                await asyncio.sleep(0)
+            if stop:
+                return
+        if pending and request_id not in self._abort_requested:
+            yield EngineChunk(token_ids=pending, cached_tokens=0 if first else None)
+
+    def _delay_ms(self, params: SamplingParams) -> float:
+        value = params.extra.get("echo_token_delay_ms")
+        return float(value) if value is not None else float(self._default_delay_ms)
+
+
+# --- prompt reading --------------------------------------------------------------------
+
+
+def read_prompt(encoding: HarmonyEncoding, prompt_token_ids: list[int]) -> PromptView:
+    """Find the last user message and count the tool calls after it."""
+    messages = _prompt_messages(encoding, prompt_token_ids)
+    last_user = max((i for i, m in enumerate(messages) if m.author.role == Role.USER), default=None)
+    if last_user is None:
+        return PromptView(user_text="", calls_after_user=0)
+    calls = sum(1 for message in messages[last_user + 1 :] if _is_tool_call(message))
+    return PromptView(user_text=_text(messages[last_user]), calls_after_user=calls)
+
+
+def _prompt_messages(encoding: HarmonyEncoding, prompt_token_ids: list[int]) -> list[Message]:
+    # The prompt ends inside the open "<|start|>assistant" header, which is never completed,
+    # so only the finished messages are reported. User text cannot contain special tokens
+    # (harmony encodes it as plain text), so the split at special tokens is safe.
+    parser = StreamableParser(encoding, None)
+    for token in prompt_token_ids:
+        parser.process(token)
+    return parser.messages
+
+
+def _is_tool_call(message: Message) -> bool:
+    # A past call counts whether it was rendered ending in <|call|> (harmony does) or <|end|>.
+    return message.author.role == Role.ASSISTANT and bool(message.recipient) and message.recipient != "assistant"
+
+
+def _text(message: Message) -> str:
+    return "".join(getattr(part, "text", "") for part in message.content)
+
+
+# --- outputs ---------------------------------------------------------------------------
+
+
+def echo_answer(encoding: HarmonyEncoding, user_text: str) -> list[int]:
+    """A short analysis and a final answer quoting the user."""
+
+    def markup(text: str) -> list[int]:
+        return encoding.encode(text, allowed_special="all")
+
+    def plain(text: str) -> list[int]:
+        # User text that looks like special tokens stays text.
+        return encoding.encode(text, disallowed_special=())
+
+    return [
+        *markup("<|channel|>analysis<|message|>"),
+        *plain(f'The user wrote: "{user_text}". I will echo it back.'),
+        *markup("<|end|><|start|>assistant<|channel|>final<|message|>"),
+        *plain(f"You said: {user_text}"),
+        *markup("<|return|>"),
+    ]
+
+
+def script_segments(encoding: HarmonyEncoding, script: str) -> list[list[int]]:
+    """The script's tokens cut right after each <|call|> / <|return|>."""
+    stops = {special_token_id("<|call|>"), special_token_id("<|return|>")}
+    segments: list[list[int]] = [[]]
+    for token in encoding.encode(script, allowed_special="all"):
+        segments[-1].append(token)
+        if token in stops:
+            segments.append([])
+    return [_without_assistant_start(encoding, segment) for segment in segments if segment]
+
+
+def _without_assistant_start(encoding: HarmonyEncoding, segment: list[int]) -> list[int]:
+    # The prompt already ends with "<|start|>assistant"; a script may repeat it after a call.
+    start = special_token_id("<|start|>")
+    if len(segment) >= 2 and segment[0] == start and encoding.decode(segment[1:2]) == "assistant":
+        return segment[2:]
+    return segment
+
+
+def script_segment(encoding: HarmonyEncoding, script: str, done: int) -> list[int]:
+    """The segment after the ``done`` ones the prompt already holds."""
+    segments = script_segments(encoding, script)
+    if done < len(segments):
+        return segments[done]
+    return echo_final(encoding, EXHAUSTED_TEXT)
+
+
+def echo_final(encoding: HarmonyEncoding, text: str) -> list[int]:
+    return [
+        *encoding.encode("<|channel|>final<|message|>", allowed_special="all"),
+        *encoding.encode(text, disallowed_special=()),
+        *encoding.encode("<|return|>", allowed_special="all"),
+    ]

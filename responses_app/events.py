@@ -1,0 +1,173 @@
+"""The event builder: the single place that assigns item ids, output_index, content_index
+and sequence numbers.
+
+It turns the harmony bridge's semantic progress (a message started, text arrived, a
+message finished) into Responses stream events, built with the SDK's own types, and
+keeps the output items that the final Response object carries. It does no I/O: the
+event store persists what it produced (``drain``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openai import BaseModel
+from openai.types import responses as types
+
+from .harmony.parser import ContentDelta, MessageFinished, MessageStarted
+from .ids import new_id
+from .models import Response
+from .rendering import response_object
+
+ITEM_ID_PREFIX = {"reasoning": "rs", "message": "msg", "function_call": "fc"}
+
+
+def build_event(event_class: type[BaseModel], **fields: Any) -> dict[str, Any]:
+    """An event validated against the SDK's type and dumped as it goes on the wire."""
+    return event_class.model_validate(fields).model_dump(mode="json", exclude_unset=True)
+
+
+class EventBuilder:
+    def __init__(self, response: Response, next_sequence_number: int, output: list[dict[str, Any]] | None = None):
+        self.response = response
+        self.next_sequence_number = next_sequence_number
+        self.output: list[dict[str, Any]] = list(output or [])
+        self._open_index: int | None = None
+        self._pending_events: list[dict[str, Any]] = []
+        self._dirty_items: set[int] = set()
+
+    # --- lifecycle ---------------------------------------------------------------------
+
+    def lifecycle(self, event_type: str, status: str) -> dict[str, Any]:
+        """response.created / in_progress / completed / failed / incomplete with a snapshot."""
+        event_class = {
+            "response.created": types.ResponseCreatedEvent,
+            "response.queued": types.ResponseQueuedEvent,
+            "response.in_progress": types.ResponseInProgressEvent,
+            "response.completed": types.ResponseCompletedEvent,
+            "response.failed": types.ResponseFailedEvent,
+            "response.incomplete": types.ResponseIncompleteEvent,
+        }[event_type]
+        return self._emit(event_class, type=event_type, response=response_object(self.response, self.output,
+                                                                                    status=status))
+
+    # --- harmony progress ----------------------------------------------------------------
+
+    def apply(self, progress: MessageStarted | ContentDelta | MessageFinished) -> None:
+        if isinstance(progress, MessageStarted):
+            self._start_item(progress)
+        elif isinstance(progress, ContentDelta):
+            self._delta(progress.text)
+        else:
+            self._finish_item(progress.text, "completed")
+
+    @property
+    def open_item(self) -> dict[str, Any] | None:
+        return self.output[self._open_index] if self._open_index is not None else None
+
+    def close_open_item(self) -> None:
+        """End an item cut off by a limit, a cancel or a failure as ``incomplete``."""
+        item = self.open_item
+        if item is not None:
+            self._finish_item(self._item_text(item), "incomplete")
+
+    @property
+    def has_pending_events(self) -> bool:
+        return bool(self._pending_events)
+
+    def function_calls(self) -> list[dict[str, Any]]:
+        return [item for item in self.output if item["type"] == "function_call"]
+
+    def drain(self) -> tuple[list[dict[str, Any]], list[tuple[int, dict[str, Any]]]]:
+        """Events produced since the last drain, and the output items they changed."""
+        events, self._pending_events = self._pending_events, []
+        items = [(index, self.output[index]) for index in sorted(self._dirty_items)]
+        self._dirty_items = set()
+        return events, items
+
+    # --- internals ---------------------------------------------------------------------------
+
+    def _emit(self, event_class: type[BaseModel], **fields: Any) -> dict[str, Any]:
+        event = build_event(event_class, sequence_number=self.next_sequence_number, **fields)
+        self.next_sequence_number += 1
+        self._pending_events.append(event)
+        return event
+
+    def _start_item(self, started: MessageStarted) -> None:
+        if started.kind not in ITEM_ID_PREFIX:
+            raise ValueError(f"no output item for harmony message kind {started.kind!r}")
+        self.close_open_item()
+        item_id = new_id(ITEM_ID_PREFIX[started.kind])
+        if started.kind == "reasoning":
+            item = {"id": item_id, "type": "reasoning", "summary": [], "content": [], "status": "in_progress"}
+        elif started.kind == "message":
+            item = {"id": item_id, "type": "message", "role": "assistant", "content": [], "status": "in_progress"}
+        else:
+            item = {"id": item_id, "type": "function_call", "call_id": new_id("call"), "name": started.name,
+                    "arguments": "", "status": "in_progress"}
+        self.output.append(item)
+        index = self._open_index = len(self.output) - 1
+        self._dirty_items.add(index)
+        self._emit(types.ResponseOutputItemAddedEvent, type="response.output_item.added", output_index=index,
+                   item=item)
+        if started.kind in ("reasoning", "message"):
+            part = self._empty_part(item)
+            item["content"].append(part)
+            self._emit(types.ResponseContentPartAddedEvent, type="response.content_part.added", item_id=item_id,
+                       output_index=index, content_index=0, part=part)
+
+    def _delta(self, text: str) -> None:
+        item, index = self.open_item, self._open_index
+        if item is None or index is None:
+            raise ValueError("content arrived outside of a message")
+        self._dirty_items.add(index)
+        common = {"item_id": item["id"], "output_index": index}
+        if item["type"] == "function_call":
+            item["arguments"] += text
+            self._emit(types.ResponseFunctionCallArgumentsDeltaEvent, type="response.function_call_arguments.delta",
+                       delta=text, **common)
+            return
+        item["content"][0]["text"] += text
+        if item["type"] == "reasoning":
+            self._emit(types.ResponseReasoningTextDeltaEvent, type="response.reasoning_text.delta", content_index=0,
+                       delta=text, **common)
+        else:
+            self._emit(types.ResponseTextDeltaEvent, type="response.output_text.delta", content_index=0,
+                       delta=text, logprobs=[], **common)
+
+    def _finish_item(self, text: str, status: str) -> None:
+        item, index = self.open_item, self._open_index
+        if item is None or index is None:
+            raise ValueError("a message finished that never started")
+        common = {"item_id": item["id"], "output_index": index}
+        if item["type"] == "function_call":
+            item["arguments"] = text
+            self._emit(types.ResponseFunctionCallArgumentsDoneEvent, type="response.function_call_arguments.done",
+                       arguments=text, **common)
+        else:
+            part = item["content"][0]
+            part["text"] = text
+            if item["type"] == "reasoning":
+                self._emit(types.ResponseReasoningTextDoneEvent, type="response.reasoning_text.done",
+                           content_index=0, text=text, **common)
+            else:
+                self._emit(types.ResponseTextDoneEvent, type="response.output_text.done", content_index=0, text=text,
+                           logprobs=[], **common)
+            self._emit(types.ResponseContentPartDoneEvent, type="response.content_part.done", content_index=0,
+                       part=part, **common)
+        item["status"] = status
+        self._dirty_items.add(index)
+        self._emit(types.ResponseOutputItemDoneEvent, type="response.output_item.done", output_index=index, item=item)
+        self._open_index = None
+
+    @staticmethod
+    def _empty_part(item: dict[str, Any]) -> dict[str, Any]:
+        if item["type"] == "reasoning":
+            return {"type": "reasoning_text", "text": ""}
+        return {"type": "output_text", "text": "", "annotations": [], "logprobs": []}
+
+    @staticmethod
+    def _item_text(item: dict[str, Any]) -> str:
+        if item["type"] == "function_call":
+            return item["arguments"]
+        return item["content"][0]["text"] if item["content"] else ""

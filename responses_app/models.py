@@ -1,0 +1,138 @@
+"""Persistence for responses: the database is the truth for every stream.
+
+A Response owns its input items, its output items and its numbered stream events.
+The worker that holds a response's lease is the only writer of its items and events.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from .ids import new_id
+
+
+class Tenant(models.Model):
+    name = models.CharField(max_length=100, unique=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class ApiKey(models.Model):
+    """An API key: a public lookup prefix plus an HMAC of the secret (see auth.py)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
+    name = models.CharField(max_length=100, blank=True)
+    prefix = models.CharField(max_length=16, unique=True)
+    secret_hmac = models.CharField(max_length=64)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        verbose_name = "API key"
+
+    def __str__(self) -> str:
+        return f"{self.tenant.name}: {self.name or self.prefix}"
+
+
+class ResponseStatus(models.TextChoices):
+    QUEUED = "queued"
+    IN_PROGRESS = "in_progress"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    INCOMPLETE = "incomplete"
+    CANCELLED = "cancelled"
+
+
+TERMINAL_STATUSES = frozenset(
+    {ResponseStatus.COMPLETED, ResponseStatus.FAILED, ResponseStatus.INCOMPLETE, ResponseStatus.CANCELLED}
+)
+
+
+def new_response_id() -> str:
+    return new_id("resp")
+
+
+class Response(models.Model):
+    id = models.CharField(primary_key=True, max_length=64, default=new_response_id, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="responses")
+    model = models.CharField(max_length=200)
+    status = models.CharField(max_length=16, choices=ResponseStatus.choices, default=ResponseStatus.QUEUED)
+    background = models.BooleanField(default=False)
+    store = models.BooleanField(default=True)
+    # The validated request parameters (instructions, tools, sampling, metadata, ...):
+    # what the worker needs to build the prompt and what the Response object echoes.
+    request = models.JSONField(default=dict)
+    previous_response_id = models.CharField(max_length=64, null=True, blank=True)
+    error = models.JSONField(null=True, blank=True)
+    incomplete_details = models.JSONField(null=True, blank=True)
+    usage = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    # Job control. cancel_requested is the flag a worker polls; the lease says which
+    # worker holds the row and until when (the reaper recovers expired leases).
+    task_id = models.CharField(max_length=64, blank=True)
+    cancel_requested = models.BooleanField(default=False)
+    lease_owner = models.CharField(max_length=128, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    # Highest sequence number committed; lets readers and validators avoid COUNT(*).
+    last_sequence_number = models.IntegerField(default=-1)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["tenant", "-created_at"]),
+            models.Index(fields=["status", "lease_expires_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return self.id
+
+    @property
+    def is_terminal(self) -> bool:
+        return self.status in TERMINAL_STATUSES
+
+
+class InputItem(models.Model):
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="input_items")
+    position = models.PositiveIntegerField()
+    item_id = models.CharField(max_length=64)
+    data = models.JSONField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["response", "position"], name="input_item_position_unique")]
+        ordering = ["position"]
+
+
+class OutputItem(models.Model):
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="output_items")
+    output_index = models.PositiveIntegerField()
+    item_id = models.CharField(max_length=64)
+    item_type = models.CharField(max_length=40)
+    status = models.CharField(max_length=16, blank=True)
+    data = models.JSONField()
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["response", "output_index"], name="output_item_index_unique")]
+        ordering = ["output_index"]
+
+
+class ResponseEvent(models.Model):
+    """One stream event exactly as sent on the wire (``data`` is the JSON payload)."""
+
+    id = models.BigAutoField(primary_key=True)
+    response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="events")
+    sequence_number = models.IntegerField()
+    type = models.CharField(max_length=64)
+    data = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["response", "sequence_number"], name="event_sequence_unique"),
+        ]
+        ordering = ["sequence_number"]

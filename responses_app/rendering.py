@@ -1,0 +1,67 @@
+"""Rows -> OpenAI wire objects, built and checked with the ``openai`` package's own types."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from openai.types.responses import Response as ResponseObject
+from openai.types.responses import ResponseItem
+from pydantic import TypeAdapter
+
+from .models import Response
+
+_ITEM_ADAPTER: TypeAdapter = TypeAdapter(ResponseItem)
+
+
+def response_object(
+    response: Response, output: list[dict[str, Any]], *, status: str | None = None
+) -> dict[str, Any]:
+    """The Response object for a row and its output items, as JSON-ready data.
+
+    ``status`` overrides the row's status for the lifecycle events that are built
+    before the row changes (response.created, response.in_progress, the terminal event).
+    """
+    request = response.request
+    data = {
+        "id": response.id,
+        "object": "response",
+        "created_at": int(response.created_at.timestamp()),
+        "status": status or response.status,
+        "background": response.background,
+        "completed_at": int(response.completed_at.timestamp()) if response.completed_at else None,
+        "error": response.error,
+        "incomplete_details": response.incomplete_details,
+        "instructions": request.get("instructions"),
+        "max_output_tokens": request.get("max_output_tokens"),
+        "max_tool_calls": request.get("max_tool_calls"),
+        "model": response.model,
+        "output": output,
+        "parallel_tool_calls": request.get("parallel_tool_calls", True),
+        "previous_response_id": response.previous_response_id,
+        "prompt_cache_key": request.get("prompt_cache_key"),
+        "reasoning": request.get("reasoning") or {"effort": None, "summary": None},
+        "safety_identifier": request.get("safety_identifier"),
+        "service_tier": request.get("service_tier", "default"),
+        "store": response.store,
+        "temperature": request["temperature"] if request.get("temperature") is not None else 1.0,
+        "text": request.get("text") or {"format": {"type": "text"}},
+        "tool_choice": request.get("tool_choice", "auto"),
+        "tools": request.get("tools", []),
+        "top_logprobs": request.get("top_logprobs", 0),
+        "top_p": request["top_p"] if request.get("top_p") is not None else 1.0,
+        "truncation": request.get("truncation", "disabled"),
+        "usage": response.usage,
+        "user": request.get("user"),
+        "metadata": request.get("metadata", {}),
+    }
+    rendered = ResponseObject.model_validate(data).model_dump(mode="json", exclude_unset=True)
+    # The SDK types timestamps as float; OpenAI sends integral seconds, and so do we.
+    for name in ("created_at", "completed_at"):
+        if rendered.get(name) is not None:
+            rendered[name] = int(rendered[name])
+    return rendered
+
+
+def item_object(item: dict[str, Any]) -> dict[str, Any]:
+    """An output or input item checked against the SDK's item union."""
+    return _ITEM_ADAPTER.validate_python(item).model_dump(mode="json", exclude_unset=True)

@@ -1,0 +1,274 @@
+"""The worker side of one response: claim it, generate, stream events, end it.
+
+Runs in a Celery task thread. The engine runs on the process's engine loop; this
+thread parses its tokens one at a time, builds events, and commits them in small
+batches under the row's lease, checking the cancel flag at least twice a second.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import F
+from django.db.models.functions import Coalesce
+from django.utils import timezone
+
+from .engines.base import SamplingParams
+from .engines.host import engine_host
+from .event_store import LeaseLost, save_batch
+from .events import EventBuilder
+from .harmony.encoding import stop_token_ids
+from .harmony.parser import HarmonyOutputError, MessageStarted, OutputParser
+from .harmony.prompt import PromptError, PromptRequest, render_prompt
+from .models import InputItem, OutputItem, Response, ResponseStatus
+from .services import TERMINAL_EVENT
+
+log = logging.getLogger(__name__)
+CANCEL_POLL_S = 0.5
+
+
+class CancelRequested(Exception):
+    pass
+
+
+class ResponseFailure(Exception):
+    """Ends the response as failed with this message (shown to the client)."""
+
+    def __init__(self, message: str, code: str = "server_error") -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code
+
+
+def worker_identity() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:8]}"
+
+
+def claim(response_id: str, owner: str) -> Response | None:
+    """Compare-and-set queued -> in_progress; None if cancelled or taken by another worker."""
+    now = timezone.now()
+    claimed = Response.objects.filter(pk=response_id, status=ResponseStatus.QUEUED, cancel_requested=False).update(
+        status=ResponseStatus.IN_PROGRESS,
+        lease_owner=owner,
+        lease_expires_at=now + timedelta(seconds=settings.LEASE_TTL_S),
+        attempts=F("attempts") + 1,
+        started_at=Coalesce(F("started_at"), now),
+    )
+    return Response.objects.select_related("tenant").get(pk=response_id) if claimed else None
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    cached_tokens: int = 0
+    output_tokens: int = 0
+    reasoning_tokens: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "input_tokens": self.input_tokens,
+            # cache_write_tokens: vLLM's prefix cache has no separate write accounting.
+            "input_tokens_details": {"cached_tokens": self.cached_tokens, "cache_write_tokens": 0},
+            "output_tokens": self.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": self.reasoning_tokens},
+            "total_tokens": self.input_tokens + self.output_tokens,
+        }
+
+
+@dataclass
+class BatchWriter:
+    """Commits the builder's events at most EVENT_FLUSH_INTERVAL_S after they appear,
+    renews the lease, and raises CancelRequested once the cancel flag is seen."""
+
+    response: Response
+    owner: str
+    builder: EventBuilder
+    last_flush: float = field(default_factory=time.monotonic)
+    last_lease: float = field(default_factory=time.monotonic)
+    last_cancel_check: float = field(default_factory=time.monotonic)
+
+    def tick(self) -> None:
+        now = time.monotonic()
+        cancel = False
+        if self.builder.has_pending_events and now - self.last_flush >= settings.EVENT_FLUSH_INTERVAL_S:
+            cancel = self.flush()
+        elif now - self.last_lease >= settings.LEASE_RENEW_S:
+            cancel = self.flush()
+        elif now - self.last_cancel_check >= CANCEL_POLL_S:
+            self.last_cancel_check = now
+            row = Response.objects.filter(pk=self.response.pk).values_list("cancel_requested", flat=True).first()
+            if row is None:
+                raise LeaseLost(self.response.pk)  # deleted
+            cancel = row
+        if cancel:
+            raise CancelRequested()
+
+    def flush(self, final_fields: dict[str, Any] | None = None) -> bool:
+        events, items = self.builder.drain()
+        cancel = save_batch(self.response, self.owner, events, items, final_fields)
+        self.last_flush = self.last_lease = self.last_cancel_check = time.monotonic()
+        return cancel
+
+
+def run_response(response_id: str) -> None:
+    owner = worker_identity()
+    response = claim(response_id, owner)
+    if response is None:
+        log.info("%s: not claimable (cancelled, finished or taken)", response_id)
+        return
+    output = [item.data for item in OutputItem.objects.filter(response=response).order_by("output_index")]
+    builder = EventBuilder(response, next_sequence_number=response.last_sequence_number + 1, output=output)
+    if response.last_sequence_number == 0:
+        # A retry after a lost worker already announced in_progress.
+        builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
+    writer = BatchWriter(response, owner, builder)
+    usage = Usage()
+    try:
+        status, details = _generate(response, builder, writer, usage)
+        error = None
+    except CancelRequested:
+        status, details, error = ResponseStatus.CANCELLED, None, None
+    except LeaseLost:
+        log.warning("%s: lease lost; another party ended or removed the response", response_id)
+        return
+    except ResponseFailure as failure:
+        status, details, error = ResponseStatus.FAILED, None, {"code": failure.code, "message": failure.message}
+    except Exception:
+        log.exception("%s: generation failed", response_id)
+        status, details = ResponseStatus.FAILED, None
+        error = {"code": "server_error", "message": "The server had an error while generating this response."}
+    _finish(response, builder, writer, status, details, error, usage)
+
+
+def _finish(
+    response: Response,
+    builder: EventBuilder,
+    writer: BatchWriter,
+    status: str,
+    incomplete_details: dict | None,
+    error: dict | None,
+    usage: Usage,
+) -> None:
+    """Close open items and commit the terminal status with the terminal event."""
+    builder.close_open_item()
+    final_fields = {
+        "status": status,
+        "error": error,
+        "incomplete_details": incomplete_details,
+        "usage": usage.as_dict(),
+        "completed_at": timezone.now(),
+    }
+    for name, value in final_fields.items():
+        setattr(response, name, value)
+    builder.lifecycle(TERMINAL_EVENT[status], status=status)
+    try:
+        writer.flush(final_fields)
+    except LeaseLost:
+        log.warning("%s: lease lost before the terminal event", response.pk)
+
+
+def _generate(
+    response: Response, builder: EventBuilder, writer: BatchWriter, usage: Usage
+) -> tuple[str, dict | None]:
+    """One engine turn (the tool loop of a later issue wraps this). Returns the status."""
+    request = response.request
+    try:
+        prompt = render_prompt(_prompt_request(response))
+    except PromptError as error:
+        raise ResponseFailure(str(error), code="invalid_prompt") from error
+    max_model_len = settings.MODEL_REGISTRY[response.model].get("max_model_len")
+    if max_model_len and len(prompt) >= max_model_len:
+        raise ResponseFailure(f"The prompt has {len(prompt)} tokens, more than this model's {max_model_len}.",
+                              code="context_length_exceeded")
+    budget = request.get("max_output_tokens")
+    params = SamplingParams(
+        max_tokens=budget,
+        temperature=request.get("temperature"),
+        top_p=request.get("top_p"),
+        stop_token_ids=stop_token_ids(),
+        extra=_engine_extra(request),
+    )
+    usage.input_tokens += len(prompt)
+    parser = OutputParser()
+    host = engine_host()
+    writer.flush()  # response.in_progress goes out before the first token
+    try:
+        for chunk in host.stream(response.model, prompt, params, request_id=f"{response.pk}:{response.attempts}"):
+            if chunk is not None:
+                if chunk.cached_tokens:
+                    usage.cached_tokens += chunk.cached_tokens
+                for token_id in chunk.token_ids:
+                    _apply(builder, parser.feed(token_id))
+                _count(usage, parser)
+            writer.tick()
+        _apply(builder, parser.close())
+    except HarmonyOutputError as error:
+        _count(usage, parser)
+        raise ResponseFailure(f"The model produced output that is not valid harmony: {error}",
+                              code="invalid_model_output") from error
+    _count(usage, parser)
+    if budget is not None and parser.output_tokens >= budget and parser.last_stop_token is None:
+        return ResponseStatus.INCOMPLETE, {"reason": "max_output_tokens"}
+    return ResponseStatus.COMPLETED, None
+
+
+def _apply(builder: EventBuilder, progress: list) -> None:
+    for step in progress:
+        if isinstance(step, MessageStarted) and step.kind == "tool_call":
+            raise ResponseFailure(
+                f"The model called '{step.recipient}', which is not a tool of this response.", code="unknown_tool"
+            )
+        builder.apply(step)
+
+
+def _count(usage: Usage, parser: OutputParser) -> None:
+    usage.output_tokens = parser.output_tokens
+    usage.reasoning_tokens = parser.reasoning_tokens
+
+
+def _engine_extra(request: dict[str, Any]) -> dict[str, Any]:
+    delay = (request.get("metadata") or {}).get("echo_token_delay_ms")
+    try:
+        return {"echo_token_delay_ms": float(delay)} if delay is not None else {}
+    except ValueError:
+        return {}
+
+
+def _prompt_request(response: Response) -> PromptRequest:
+    request = response.request
+    return PromptRequest(
+        history=conversation_history(response),
+        instructions=request.get("instructions"),
+        reasoning_effort=(request.get("reasoning") or {}).get("effort"),
+        tools=request.get("tools", []),
+        tool_choice=request.get("tool_choice", "auto"),
+        conversation_date=response.created_at.date().isoformat(),
+    )
+
+
+def conversation_history(response: Response) -> list[dict[str, Any]]:
+    """Input and output items of the whole previous_response_id chain, oldest first,
+    then this response's input items."""
+    chain: list[Response] = []
+    previous_id = response.previous_response_id
+    while previous_id:
+        previous = Response.objects.filter(pk=previous_id, tenant_id=response.tenant_id).first()
+        if previous is None:
+            raise ResponseFailure(f"Previous response '{previous_id}' no longer exists.", code="invalid_prompt")
+        chain.append(previous)
+        previous_id = previous.previous_response_id
+    history: list[dict[str, Any]] = []
+    for earlier in reversed(chain):
+        history += [item.data for item in InputItem.objects.filter(response=earlier).order_by("position")]
+        history += [item.data for item in OutputItem.objects.filter(response=earlier).order_by("output_index")]
+    history += [item.data for item in InputItem.objects.filter(response=response).order_by("position")]
+    return history

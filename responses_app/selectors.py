@@ -1,0 +1,56 @@
+"""Reads, always scoped to the caller's tenant: another tenant's ids are simply not found."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import InvalidRequest, NotFound
+from .models import InputItem, OutputItem, Response, ResponseEvent, Tenant
+from .rendering import item_object, response_object
+
+
+def get_response(tenant: Tenant, response_id: str) -> Response:
+    """A stored response of this tenant (store=false responses are never retrievable)."""
+    response = Response.objects.filter(tenant=tenant, pk=response_id, store=True).first()
+    if response is None:
+        raise NotFound(f"Response with id '{response_id}' not found.", param="response_id")
+    return response
+
+
+def output_items(response: Response) -> list[dict[str, Any]]:
+    return [item.data for item in OutputItem.objects.filter(response=response).order_by("output_index")]
+
+
+def render_response(response: Response) -> dict[str, Any]:
+    return response_object(response, output_items(response))
+
+
+def input_items_page(response: Response, *, after: str | None, limit: int, order: str) -> dict[str, Any]:
+    """One page of a response's input items, in the ResponseItemList shape."""
+    items = InputItem.objects.filter(response=response)
+    if after is not None:
+        cursor = items.filter(item_id=after).values_list("position", flat=True).first()
+        if cursor is None:
+            raise InvalidRequest(f"No input item with id '{after}' in this response.", param="after")
+        items = items.filter(position__gt=cursor) if order == "asc" else items.filter(position__lt=cursor)
+    items = items.order_by("position" if order == "asc" else "-position")
+    page = list(items[: limit + 1])
+    data = [item_object(item.data) for item in page[:limit]]
+    return {
+        "object": "list",
+        "data": data,
+        "first_id": data[0]["id"] if data else None,
+        "last_id": data[-1]["id"] if data else None,
+        "has_more": len(page) > limit,
+    }
+
+
+def events_after(response_id: str, after: int, limit: int = 500) -> list[dict[str, Any]]:
+    """Committed events with sequence_number > after, in order."""
+    rows = ResponseEvent.objects.filter(response_id=response_id, sequence_number__gt=after)
+    return list(rows.order_by("sequence_number").values_list("data", flat=True)[:limit])
+
+
+def stream_state(response_id: str) -> tuple[str, int] | None:
+    """(status, last_sequence_number), or None once the response is deleted."""
+    return Response.objects.filter(pk=response_id).values_list("status", "last_sequence_number").first()

@@ -1,0 +1,200 @@
+"""Writes: create, cancel, delete, and the recovery of lost responses.
+
+The API, the admin and the Celery tasks all come through here, so a response changes
+state the same way whoever asks. Status changes are compare-and-set UPDATEs, and a
+terminal status is always committed together with its terminal event.
+"""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from . import doorbell
+from .errors import InvalidRequest, NotFound
+from .event_store import insert_events
+from .events import EventBuilder
+from .models import TERMINAL_STATUSES, InputItem, OutputItem, Response, ResponseStatus, Tenant
+from .validation import CreateRequest
+
+log = logging.getLogger(__name__)
+
+# The lifecycle event that ends a stream for each terminal status. A cancelled response
+# ends with response.incomplete (status "cancelled"): the SDK parses it as a lifecycle
+# event and its strict accumulator accepts it, whereas there is no response.cancelled.
+TERMINAL_EVENT = {
+    ResponseStatus.COMPLETED: "response.completed",
+    ResponseStatus.FAILED: "response.failed",
+    ResponseStatus.INCOMPLETE: "response.incomplete",
+    ResponseStatus.CANCELLED: "response.incomplete",
+}
+TERMINAL_EVENT_TYPES = frozenset(TERMINAL_EVENT.values())
+
+
+def create_response(tenant: Tenant, request: CreateRequest) -> Response:
+    """Store a queued response with its input items and its response.created event, then
+    enqueue it once the transaction commits."""
+    previous = _previous_response(tenant, request.previous_response_id)
+    with transaction.atomic():
+        response = Response.objects.create(
+            tenant=tenant,
+            model=request.model,
+            background=request.background,
+            store=request.store,
+            request=request.params,
+            previous_response_id=previous.id if previous else None,
+            last_sequence_number=0,
+        )
+        InputItem.objects.bulk_create(
+            InputItem(response=response, position=position, item_id=item["id"], data=item)
+            for position, item in enumerate(request.input_items)
+        )
+        builder = EventBuilder(response, next_sequence_number=0)
+        builder.lifecycle("response.created", status=ResponseStatus.QUEUED)
+        events, _ = builder.drain()
+        insert_events(response, events)
+        transaction.on_commit(lambda: enqueue(response))
+    return response
+
+
+def enqueue(response: Response) -> None:
+    from .tasks import run_response
+
+    queue = settings.MODEL_REGISTRY[response.model]["queue"]
+    result = run_response.apply_async(args=[response.pk], queue=queue)
+    Response.objects.filter(pk=response.pk).update(task_id=result.id)
+    response.task_id = result.id
+
+
+def _previous_response(tenant: Tenant, previous_response_id: str | None) -> Response | None:
+    if previous_response_id is None:
+        return None
+    previous = Response.objects.filter(tenant=tenant, pk=previous_response_id, store=True).first()
+    if previous is None:
+        raise NotFound(f"Previous response with id '{previous_response_id}' not found.",
+                       param="previous_response_id", code="previous_response_not_found")
+    if not previous.is_terminal:
+        raise InvalidRequest(
+            f"Previous response '{previous_response_id}' is still {previous.status}; wait until it has finished.",
+            param="previous_response_id",
+        )
+    return previous
+
+
+def request_cancel(response: Response) -> Response:
+    """Cancel a queued or running response; a finished one is returned unchanged.
+
+    A queued response is ended here at once (compare-and-set against the worker's claim);
+    a running one gets the flag, which its worker sees within a second and honours by
+    aborting the engine request and writing the terminal state.
+    """
+    if response.is_terminal:
+        return response
+    Response.objects.filter(pk=response.pk).exclude(status__in=TERMINAL_STATUSES).update(cancel_requested=True)
+    finish_without_worker(response.pk, ResponseStatus.CANCELLED, only_if_status=ResponseStatus.QUEUED)
+    response.refresh_from_db()
+    return response
+
+
+def delete_response(response: Response) -> None:
+    """Delete a response with its items and events; a running one is cancelled first.
+
+    The worker of a running response notices at its next batch (its lease-guarded UPDATE
+    matches no row) and aborts its engine request.
+    """
+    if not response.is_terminal:
+        request_cancel(response)
+    response.delete()
+    doorbell.ring(response.pk, -1)
+
+
+def finish_without_worker(
+    response_id: str,
+    status: str,
+    *,
+    error: dict[str, Any] | None = None,
+    only_if_status: str | None = None,
+    only_if_lease_expired_before: Any = None,
+) -> bool:
+    """End a response that no worker is writing (queued, or its worker is gone).
+
+    The guard conditions are applied in a locking compare-and-set, so this never races a
+    worker that still holds a valid lease or has just claimed the row.
+    """
+    with transaction.atomic():
+        query = Response.objects.select_for_update().filter(pk=response_id).exclude(status__in=TERMINAL_STATUSES)
+        if only_if_status is not None:
+            query = query.filter(status=only_if_status)
+        if only_if_lease_expired_before is not None:
+            query = query.filter(lease_expires_at__lt=only_if_lease_expired_before)
+        response = query.first()
+        if response is None:
+            return False
+        output = [item.data for item in OutputItem.objects.filter(response=response).order_by("output_index")]
+        builder = EventBuilder(response, next_sequence_number=response.last_sequence_number + 1, output=output)
+        for item in builder.output:
+            if item.get("status") == "in_progress":
+                # The lost worker's open item: end it so nothing stays in_progress.
+                item["status"] = "incomplete"
+                OutputItem.objects.filter(response=response, item_id=item["id"]).update(status="incomplete",
+                                                                                     data=item)
+        response.status = status
+        response.error = error
+        response.completed_at = timezone.now()
+        builder.lifecycle(TERMINAL_EVENT[status], status=status)
+        events, _ = builder.drain()
+        insert_events(response, events)
+        response.last_sequence_number = events[-1]["sequence_number"]
+        response.lease_owner = ""
+        response.lease_expires_at = None
+        response.save(update_fields=["status", "error", "completed_at", "last_sequence_number", "lease_owner",
+                                     "lease_expires_at"])
+        transaction.on_commit(lambda: doorbell.ring(response_id, response.last_sequence_number))
+    return True
+
+
+def reap_expired_leases() -> dict[str, int]:
+    """Recover responses whose worker vanished (its lease expired).
+
+    One that had emitted nothing beyond its lifecycle events is re-queued (the retry
+    starts from scratch); one that had streamed output, or used up its attempts, is failed
+    with a clear error and a terminal event, so no response stays in_progress forever.
+    """
+    now = timezone.now()
+    counts = {"requeued": 0, "failed": 0}
+    expired = Response.objects.filter(status=ResponseStatus.IN_PROGRESS, lease_expires_at__lt=now)
+    for response in expired.only("id", "attempts", "cancel_requested"):
+        has_output = OutputItem.objects.filter(response_id=response.pk).exists()
+        if not has_output and not response.cancel_requested and response.attempts < settings.RESPONSE_MAX_ATTEMPTS:
+            requeued = Response.objects.filter(pk=response.pk, status=ResponseStatus.IN_PROGRESS,
+                                               lease_expires_at__lt=now).update(
+                status=ResponseStatus.QUEUED, lease_owner="", lease_expires_at=None)
+            if requeued:
+                counts["requeued"] += 1
+                log.warning("re-queued %s after its worker was lost", response.pk)
+                enqueue(response)
+            continue
+        status = ResponseStatus.CANCELLED if response.cancel_requested else ResponseStatus.FAILED
+        error = None if response.cancel_requested else {
+            "code": "server_error",
+            "message": "The worker running this response stopped unexpectedly; the response was ended.",
+        }
+        if finish_without_worker(response.pk, status, error=error, only_if_lease_expired_before=now):
+            counts["failed"] += 1
+            log.warning("failed %s after its worker was lost", response.pk)
+    return counts
+
+
+def purge_unstored_responses() -> int:
+    """Delete store=false responses that ended more than UNSTORED_RETENTION_S ago."""
+    cutoff = timezone.now() - timedelta(seconds=settings.UNSTORED_RETENTION_S)
+    deleted, _ = Response.objects.filter(store=False).filter(
+        Q(status__in=TERMINAL_STATUSES, completed_at__lt=cutoff)
+    ).delete()
+    return deleted

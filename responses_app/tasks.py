@@ -1,0 +1,22 @@
+"""Celery tasks: thin wrappers around the runner and the services."""
+
+from __future__ import annotations
+
+from celery import shared_task
+
+from . import runner, services
+
+
+@shared_task(name="responses_app.tasks.run_response", acks_late=True)
+def run_response(response_id: str) -> None:
+    runner.run_response(response_id)
+
+
+@shared_task(name="responses_app.tasks.reap_expired_leases")
+def reap_expired_leases() -> dict[str, int]:
+    return services.reap_expired_leases()
+
+
+@shared_task(name="responses_app.tasks.purge_unstored_responses")
+def purge_unstored_responses() -> int:
+    return services.purge_unstored_responses()

@@ -1,0 +1,552 @@
+"""Validation of ``POST /v1/responses`` bodies.
+
+Everything a client can get wrong is caught here, before any row is written, and
+reported as a 400 naming the offending parameter. Parameters that OpenAI knows but this
+server does not implement yet are refused by name rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from .errors import InvalidRequest
+from .ids import new_id
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+MESSAGE_ROLES = ("user", "system", "developer", "assistant")
+REASONING_EFFORTS = ("low", "medium", "high")
+MAX_METADATA_PAIRS = 16
+MAX_METADATA_KEY = 64
+MAX_METADATA_VALUE = 512
+
+# Tool types of the Responses API that this server does not run yet.
+UNSUPPORTED_TOOL_TYPES = frozenset(
+    {
+        "code_interpreter",
+        "mcp",
+        "web_search",
+        "web_search_preview",
+        "web_search_preview_2025_03_11",
+        "web_search_2025_08_26",
+        "file_search",
+        "image_generation",
+        "computer_use",
+        "computer_use_preview",
+        "local_shell",
+        "shell",
+        "custom",
+        "apply_patch",
+    }
+)
+# Input item types of the Responses API that this server does not accept yet.
+UNSUPPORTED_ITEM_TYPES = frozenset(
+    {
+        "item_reference",
+        "file_search_call",
+        "computer_call",
+        "computer_call_output",
+        "web_search_call",
+        "image_generation_call",
+        "code_interpreter_call",
+        "local_shell_call",
+        "local_shell_call_output",
+        "mcp_list_tools",
+        "mcp_approval_request",
+        "mcp_approval_response",
+        "mcp_call",
+        "custom_tool_call",
+        "custom_tool_call_output",
+    }
+)
+# Known top-level parameters that are refused when set to anything but their default.
+UNSUPPORTED_PARAMETERS = ("conversation", "prompt", "background_options", "context_management")
+INCLUDE_VALUES = frozenset(
+    {
+        "code_interpreter_call.outputs",
+        "computer_call_output.output.image_url",
+        "file_search_call.results",
+        "message.input_image.image_url",
+        "message.output_text.logprobs",
+        "reasoning.encrypted_content",
+        "web_search_call.action.sources",
+        "web_search_call.results",
+    }
+)
+KNOWN_PARAMETERS = frozenset(
+    {
+        "model",
+        "input",
+        "instructions",
+        "stream",
+        "stream_options",
+        "background",
+        "store",
+        "previous_response_id",
+        "max_output_tokens",
+        "max_tool_calls",
+        "temperature",
+        "top_p",
+        "top_logprobs",
+        "reasoning",
+        "metadata",
+        "tools",
+        "tool_choice",
+        "parallel_tool_calls",
+        "text",
+        "truncation",
+        "user",
+        "safety_identifier",
+        "prompt_cache_key",
+        "service_tier",
+        "include",
+        *UNSUPPORTED_PARAMETERS,
+    }
+)
+
+
+@dataclass
+class CreateRequest:
+    """A validated create request. ``params`` is what the Response row stores and echoes."""
+
+    model: str
+    input_items: list[dict[str, Any]]
+    stream: bool
+    background: bool
+    store: bool
+    previous_response_id: str | None
+    params: dict[str, Any] = field(default_factory=dict)
+
+
+def parse_create_request(body: Any) -> CreateRequest:
+    if not isinstance(body, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    for name in body:
+        if name not in KNOWN_PARAMETERS:
+            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
+    for name in UNSUPPORTED_PARAMETERS:
+        if body.get(name) is not None:
+            raise InvalidRequest(f"The parameter '{name}' is not supported by this server.", param=name)
+
+    model = _required_str(body, "model")
+    if model not in settings.MODEL_REGISTRY:
+        raise InvalidRequest(f"The model '{model}' does not exist.", param="model", code="model_not_found")
+
+    stream = _bool(body, "stream", False)
+    background = _bool(body, "background", False)
+    store = _bool(body, "store", True)
+    if background and not store:
+        raise InvalidRequest("Background responses must be stored: background=true requires store=true.",
+                             param="background")
+    _stream_options(body.get("stream_options"), stream)
+
+    previous_response_id = _optional_str(body, "previous_response_id")
+    tools = _tools(body.get("tools"))
+    params: dict[str, Any] = {
+        "instructions": _optional_str(body, "instructions"),
+        "max_output_tokens": _optional_int(body, "max_output_tokens", minimum=1),
+        "max_tool_calls": _optional_int(body, "max_tool_calls", minimum=1),
+        "temperature": _optional_number(body, "temperature", 0.0, 2.0),
+        "top_p": _optional_number(body, "top_p", 0.0, 1.0),
+        "reasoning": _reasoning(body.get("reasoning")),
+        "metadata": _metadata(body.get("metadata")),
+        "tools": tools,
+        "tool_choice": _tool_choice(body.get("tool_choice", "auto"), tools),
+        "parallel_tool_calls": _bool(body, "parallel_tool_calls", True),
+        "text": _text(body.get("text")),
+        "truncation": _truncation(body.get("truncation")),
+        "user": _optional_str(body, "user", max_length=256),
+        "safety_identifier": _optional_str(body, "safety_identifier", max_length=256),
+        "prompt_cache_key": _optional_str(body, "prompt_cache_key", max_length=1024),
+        "service_tier": _service_tier(body.get("service_tier")),
+        "top_logprobs": _top_logprobs(body.get("top_logprobs")),
+        "include": _include(body.get("include")),
+    }
+    input_items = _input(body.get("input"))
+    if not input_items and previous_response_id is None:
+        raise InvalidRequest("'input' must not be empty.", param="input")
+    return CreateRequest(
+        model=model,
+        input_items=input_items,
+        stream=stream,
+        background=background,
+        store=store,
+        previous_response_id=previous_response_id,
+        params=params,
+    )
+
+
+# --- scalars ---------------------------------------------------------------------------
+
+
+def _type_name(value: Any) -> str:
+    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(
+        type(value), "null" if value is None else type(value).__name__
+    )
+
+
+def _invalid_type(param: str, expected: str, value: Any) -> InvalidRequest:
+    return InvalidRequest(
+        f"Invalid type for '{param}': expected {expected}, but got {_type_name(value)}.",
+        param=param,
+        code="invalid_type",
+    )
+
+
+def _required_str(body: dict, name: str) -> str:
+    if name not in body or body[name] is None:
+        raise InvalidRequest(f"Missing required parameter: '{name}'.", param=name, code="missing_required_parameter")
+    value = body[name]
+    if not isinstance(value, str) or not value:
+        raise _invalid_type(name, "a non-empty string", value)
+    return value
+
+
+def _optional_str(body: dict, name: str, max_length: int | None = None) -> str | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise _invalid_type(name, "a string", value)
+    if max_length is not None and len(value) > max_length:
+        raise InvalidRequest(f"'{name}' is longer than {max_length} characters.", param=name,
+                             code="string_above_max_length")
+    return value
+
+
+def _bool(body: dict, name: str, default: bool) -> bool:
+    value = body.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise _invalid_type(name, "a boolean", value)
+    return value
+
+
+def _optional_int(body: dict, name: str, minimum: int) -> int | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _invalid_type(name, "an integer", value)
+    if value < minimum:
+        raise InvalidRequest(f"'{name}' must be at least {minimum}, got {value}.", param=name,
+                             code="integer_below_min_value")
+    return value
+
+
+def _optional_number(body: dict, name: str, low: float, high: float) -> float | None:
+    value = body.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _invalid_type(name, "a number", value)
+    if not low <= value <= high:
+        raise InvalidRequest(f"'{name}' must be between {low} and {high}, got {value}.", param=name,
+                             code="decimal_out_of_range")
+    return float(value)
+
+
+# --- structured parameters ---------------------------------------------------------------
+
+
+def _stream_options(value: Any, stream: bool) -> None:
+    if value is None:
+        return
+    if not isinstance(value, dict):
+        raise _invalid_type("stream_options", "an object", value)
+    if not stream:
+        raise InvalidRequest("'stream_options' is only allowed when 'stream' is true.", param="stream_options")
+    for key in value:
+        if key != "include_obfuscation":
+            raise InvalidRequest(f"Unknown parameter: 'stream_options.{key}'.", param=f"stream_options.{key}")
+
+
+def _reasoning(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {"effort": None, "summary": None}
+    if not isinstance(value, dict):
+        raise _invalid_type("reasoning", "an object", value)
+    for key in value:
+        if key not in ("effort", "summary", "generate_summary"):
+            raise InvalidRequest(f"Unknown parameter: 'reasoning.{key}'.", param=f"reasoning.{key}")
+    effort = value.get("effort")
+    if effort is not None and effort not in REASONING_EFFORTS:
+        raise InvalidRequest(
+            f"Invalid value for 'reasoning.effort': {effort!r}. Supported values are: 'low', 'medium' and 'high'.",
+            param="reasoning.effort",
+            code="invalid_value",
+        )
+    for key in ("summary", "generate_summary"):
+        if value.get(key) is not None:
+            # gpt-oss streams its raw chain of thought as reasoning_text; it has no summarizer.
+            raise InvalidRequest(
+                f"'reasoning.{key}' is not supported: gpt-oss returns its reasoning as reasoning_text content.",
+                param=f"reasoning.{key}",
+            )
+    return {"effort": effort, "summary": None}
+
+
+def _metadata(value: Any) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise _invalid_type("metadata", "an object", value)
+    if len(value) > MAX_METADATA_PAIRS:
+        raise InvalidRequest(f"'metadata' can have at most {MAX_METADATA_PAIRS} pairs, got {len(value)}.",
+                             param="metadata", code="object_above_max_properties")
+    for key, item in value.items():
+        if len(key) > MAX_METADATA_KEY:
+            raise InvalidRequest(f"Metadata keys can be at most {MAX_METADATA_KEY} characters.", param="metadata")
+        if not isinstance(item, str):
+            raise _invalid_type(f"metadata.{key}", "a string", item)
+        if len(item) > MAX_METADATA_VALUE:
+            raise InvalidRequest(f"Metadata values can be at most {MAX_METADATA_VALUE} characters.",
+                                 param=f"metadata.{key}", code="string_above_max_length")
+    return dict(value)
+
+
+def _tools(value: Any) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _invalid_type("tools", "an array", value)
+    tools: list[dict[str, Any]] = []
+    names: set[str] = set()
+    for index, tool in enumerate(value):
+        param = f"tools[{index}]"
+        if not isinstance(tool, dict):
+            raise _invalid_type(param, "an object", tool)
+        tool_type = tool.get("type")
+        if tool_type in UNSUPPORTED_TOOL_TYPES:
+            raise InvalidRequest(f"Tool type '{tool_type}' is not supported by this server yet.",
+                                 param=f"{param}.type", code="unsupported_tool_type")
+        if tool_type != "function":
+            raise InvalidRequest(f"Invalid value for '{param}.type': {tool_type!r}.", param=f"{param}.type",
+                                 code="invalid_value")
+        tools.append(_function_tool(tool, param))
+        if tools[-1]["name"] in names:
+            raise InvalidRequest(f"Duplicate function name '{tools[-1]['name']}'.", param=f"{param}.name")
+        names.add(tools[-1]["name"])
+    return tools
+
+
+def _function_tool(tool: dict, param: str) -> dict[str, Any]:
+    for key in tool:
+        if key not in ("type", "name", "description", "parameters", "strict"):
+            raise InvalidRequest(f"Unknown parameter: '{param}.{key}'.", param=f"{param}.{key}")
+    name = tool.get("name")
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise InvalidRequest(f"'{param}.name' must match ^[a-zA-Z0-9_-]{{1,64}}$.", param=f"{param}.name")
+    description = tool.get("description")
+    if description is not None and not isinstance(description, str):
+        raise _invalid_type(f"{param}.description", "a string", description)
+    parameters = tool.get("parameters")
+    if parameters is not None and not isinstance(parameters, dict):
+        raise _invalid_type(f"{param}.parameters", "an object", parameters)
+    strict = tool.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise _invalid_type(f"{param}.strict", "a boolean", strict)
+    return {
+        "type": "function",
+        "name": name,
+        "description": description,
+        "parameters": parameters or {"type": "object", "properties": {}},
+        "strict": True if strict is None else strict,
+    }
+
+
+def _tool_choice(value: Any, tools: list[dict[str, Any]]) -> str | dict[str, Any]:
+    if value in ("auto", "none"):
+        return value
+    if value == "required" or isinstance(value, dict):
+        # Forcing a call needs the tool loop's prefilled harmony header (a later issue).
+        raise InvalidRequest("Only 'auto' and 'none' are supported for 'tool_choice' on this server yet.",
+                             param="tool_choice")
+    raise InvalidRequest(f"Invalid value for 'tool_choice': {value!r}.", param="tool_choice", code="invalid_value")
+
+
+def _text(value: Any) -> dict[str, Any]:
+    if value is None:
+        return {"format": {"type": "text"}}
+    if not isinstance(value, dict):
+        raise _invalid_type("text", "an object", value)
+    for key in value:
+        if key not in ("format", "verbosity"):
+            raise InvalidRequest(f"Unknown parameter: 'text.{key}'.", param=f"text.{key}")
+    if value.get("verbosity") not in (None, "medium"):
+        raise InvalidRequest("'text.verbosity' is not supported by gpt-oss.", param="text.verbosity")
+    text_format = value.get("format") or {"type": "text"}
+    if not isinstance(text_format, dict):
+        raise _invalid_type("text.format", "an object", text_format)
+    if text_format.get("type") in ("json_schema", "json_object"):
+        raise InvalidRequest(f"text.format type '{text_format['type']}' is not supported by this server yet.",
+                             param="text.format.type")
+    if text_format.get("type") != "text" or len(text_format) != 1:
+        raise InvalidRequest(f"Invalid value for 'text.format': {text_format!r}.", param="text.format",
+                             code="invalid_value")
+    return {"format": {"type": "text"}}
+
+
+def _truncation(value: Any) -> str:
+    if value in (None, "disabled"):
+        return "disabled"
+    if value == "auto":
+        raise InvalidRequest("truncation='auto' is not supported yet; an over-long prompt fails instead.",
+                             param="truncation")
+    raise InvalidRequest(f"Invalid value for 'truncation': {value!r}.", param="truncation", code="invalid_value")
+
+
+def _service_tier(value: Any) -> str:
+    if value in (None, "auto", "default"):
+        return "default"
+    raise InvalidRequest(f"service_tier {value!r} is not supported; use 'auto' or 'default'.", param="service_tier")
+
+
+def _top_logprobs(value: Any) -> int:
+    if value in (None, 0):
+        return 0
+    raise InvalidRequest("'top_logprobs' is not supported by this server yet.", param="top_logprobs")
+
+
+def _include(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise _invalid_type("include", "an array", value)
+    for index, entry in enumerate(value):
+        if entry not in INCLUDE_VALUES:
+            raise InvalidRequest(f"Invalid value for 'include[{index}]': {entry!r}.", param=f"include[{index}]",
+                                 code="invalid_value")
+        raise InvalidRequest(f"include value {entry!r} is not supported by this server yet.",
+                             param=f"include[{index}]")
+    return []
+
+
+# --- input items ----------------------------------------------------------------------------
+
+
+def _input(value: Any) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [_message_item("user", [{"type": "input_text", "text": value}], None)]
+    if not isinstance(value, list):
+        raise _invalid_type("input", "a string or an array", value)
+    return [_input_item(item, f"input[{index}]") for index, item in enumerate(value)]
+
+
+def _input_item(item: Any, param: str) -> dict[str, Any]:
+    if not isinstance(item, dict):
+        raise _invalid_type(param, "an object", item)
+    item_type = item.get("type", "message")
+    if item_type == "message":
+        return _input_message(item, param)
+    if item_type == "function_call":
+        return {
+            "id": _item_id(item, param, "fc"),
+            "type": "function_call",
+            "call_id": _item_str(item, "call_id", param),
+            "name": _item_str(item, "name", param),
+            "arguments": _item_str(item, "arguments", param, allow_empty=True),
+            "status": "completed",
+        }
+    if item_type == "function_call_output":
+        output = item.get("output")
+        if not isinstance(output, str):
+            raise _invalid_type(f"{param}.output", "a string", output)
+        return {
+            "id": _item_id(item, param, "fco"),
+            "type": "function_call_output",
+            "call_id": _item_str(item, "call_id", param),
+            "output": output,
+            "status": "completed",
+        }
+    if item_type == "reasoning":
+        return _reasoning_item(item, param)
+    if item_type in UNSUPPORTED_ITEM_TYPES:
+        raise InvalidRequest(f"Input items of type '{item_type}' are not supported by this server yet.",
+                             param=f"{param}.type")
+    raise InvalidRequest(f"Invalid value for '{param}.type': {item_type!r}.", param=f"{param}.type",
+                         code="invalid_value")
+
+
+def _input_message(item: dict, param: str) -> dict[str, Any]:
+    role = item.get("role")
+    if role not in MESSAGE_ROLES:
+        raise InvalidRequest(
+            f"Invalid value for '{param}.role': {role!r}. Supported values are: 'user', 'system', 'developer' "
+            "and 'assistant'.",
+            param=f"{param}.role",
+            code="invalid_value",
+        )
+    content = item.get("content")
+    part_type = "output_text" if role == "assistant" else "input_text"
+    if isinstance(content, str):
+        parts = [{"type": part_type, "text": content}]
+    elif isinstance(content, list) and content:
+        parts = [_content_part(part, f"{param}.content[{index}]", part_type) for index, part in enumerate(content)]
+    else:
+        raise _invalid_type(f"{param}.content", "a string or a non-empty array", content)
+    return _message_item(role, parts, item.get("id"))
+
+
+def _content_part(part: Any, param: str, part_type: str) -> dict[str, Any]:
+    if not isinstance(part, dict):
+        raise _invalid_type(param, "an object", part)
+    kind = part.get("type")
+    if kind in ("input_image", "input_file", "input_audio", "refusal"):
+        raise InvalidRequest(f"Content of type '{kind}' is not supported by gpt-oss.", param=f"{param}.type")
+    if kind not in ("input_text", "output_text"):
+        raise InvalidRequest(f"Invalid value for '{param}.type': {kind!r}.", param=f"{param}.type",
+                             code="invalid_value")
+    text = part.get("text")
+    if not isinstance(text, str):
+        raise _invalid_type(f"{param}.text", "a string", text)
+    if part_type == "output_text":
+        return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+    return {"type": "input_text", "text": text}
+
+
+def _message_item(role: str, parts: list[dict[str, Any]], item_id: Any) -> dict[str, Any]:
+    if item_id is not None and not isinstance(item_id, str):
+        raise _invalid_type("id", "a string", item_id)
+    if role == "assistant" and parts and parts[0]["type"] == "input_text":
+        parts = [{"type": "output_text", "text": p["text"], "annotations": [], "logprobs": []} for p in parts]
+    return {"id": item_id or new_id("msg"), "type": "message", "role": role, "content": parts, "status": "completed"}
+
+
+def _reasoning_item(item: dict, param: str) -> dict[str, Any]:
+    if item.get("encrypted_content"):
+        raise InvalidRequest("Encrypted reasoning content is not supported by this server.",
+                             param=f"{param}.encrypted_content")
+    result: dict[str, Any] = {"id": _item_id(item, param, "rs"), "type": "reasoning", "summary": []}
+    for key, part_type in (("summary", "summary_text"), ("content", "reasoning_text")):
+        parts = item.get(key) or []
+        if not isinstance(parts, list):
+            raise _invalid_type(f"{param}.{key}", "an array", parts)
+        for index, part in enumerate(parts):
+            if not isinstance(part, dict) or part.get("type") != part_type or not isinstance(part.get("text"), str):
+                raise InvalidRequest(f"'{param}.{key}[{index}]' must be {{'type': '{part_type}', 'text': ...}}.",
+                                     param=f"{param}.{key}[{index}]")
+        result[key] = [{"type": part_type, "text": p["text"]} for p in parts]
+    return result
+
+
+def _item_id(item: dict, param: str, prefix: str) -> str:
+    value = item.get("id")
+    if value is None:
+        return new_id(prefix)
+    if not isinstance(value, str) or not value:
+        raise _invalid_type(f"{param}.id", "a string", value)
+    return value
+
+
+def _item_str(item: dict, key: str, param: str, allow_empty: bool = False) -> str:
+    value = item.get(key)
+    if not isinstance(value, str) or (not value and not allow_empty):
+        raise _invalid_type(f"{param}.{key}", "a non-empty string", value)
+    return value
