@@ -27,7 +27,7 @@ from .engines.host import engine_host
 from .event_store import LeaseLost, save_batch
 from .events import EventBuilder
 from .harmony.encoding import stop_token_ids
-from .harmony.parser import HarmonyOutputError, MessageStarted, OutputParser
+from .harmony.parser import HarmonyOutputError, MessageFinished, MessageStarted, OutputParser
 from .harmony.prompt import PromptError, PromptRequest, render_prompt
 from .models import InputItem, OutputItem, Response, ResponseStatus
 from .services import TERMINAL_EVENT
@@ -41,7 +41,8 @@ class CancelRequested(Exception):
 
 
 class ResponseFailure(Exception):
-    """Ends the response as failed with this message (shown to the client)."""
+    """Ends the response as failed with this message (shown to the client). ``code`` is
+    one of the SDK's ResponseError codes (server_error, invalid_prompt, ...)."""
 
     def __init__(self, message: str, code: str = "server_error") -> None:
         super().__init__(message)
@@ -188,7 +189,7 @@ def _generate(
     max_model_len = settings.MODEL_REGISTRY[response.model].get("max_model_len")
     if max_model_len and len(prompt) >= max_model_len:
         raise ResponseFailure(f"The prompt has {len(prompt)} tokens, more than this model's {max_model_len}.",
-                              code="context_length_exceeded")
+                              code="invalid_prompt")
     budget = request.get("max_output_tokens")
     params = SamplingParams(
         max_tokens=budget,
@@ -210,13 +211,20 @@ def _generate(
                     _apply(builder, parser.feed(token_id))
                 _count(usage, parser)
             writer.tick()
-        _apply(builder, parser.close())
+        cut_off = budget is not None and parser.output_tokens >= budget and parser.last_stop_token is None
+        closing = parser.close()
+        if cut_off:
+            # The budget ended the message mid-content: it stays incomplete, not finished.
+            _apply(builder, [step for step in closing if not isinstance(step, MessageFinished)])
+            builder.close_open_item()
+        else:
+            _apply(builder, closing)
     except HarmonyOutputError as error:
         _count(usage, parser)
         raise ResponseFailure(f"The model produced output that is not valid harmony: {error}",
-                              code="invalid_model_output") from error
+                              code="server_error") from error
     _count(usage, parser)
-    if budget is not None and parser.output_tokens >= budget and parser.last_stop_token is None:
+    if cut_off:
         return ResponseStatus.INCOMPLETE, {"reason": "max_output_tokens"}
     return ResponseStatus.COMPLETED, None
 
@@ -225,7 +233,7 @@ def _apply(builder: EventBuilder, progress: list) -> None:
     for step in progress:
         if isinstance(step, MessageStarted) and step.kind == "tool_call":
             raise ResponseFailure(
-                f"The model called '{step.recipient}', which is not a tool of this response.", code="unknown_tool"
+                f"The model called '{step.recipient}', which is not a tool of this response.", code="server_error"
             )
         builder.apply(step)
 

@@ -37,6 +37,10 @@ class EngineHost:
                 self._engines[model] = create_engine(model)
             return self._engines[model]
 
+    def engines(self) -> dict[str, Engine]:
+        with self._lock:
+            return dict(self._engines)
+
     def stream(
         self, model: str, prompt_token_ids: list[int], params: SamplingParams, request_id: str, poll_s: float = 0.25
     ) -> Iterator[EngineChunk | None]:

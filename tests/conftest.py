@@ -1,0 +1,90 @@
+"""Shared fixtures: the live stack, tenants alice and bob with API keys, SDK clients.
+
+End-to-end tests talk to the live stack over HTTP with the openai SDK and never use
+pytest-django's transactional fixtures: the servers commit real rows to the test
+database, and tests read them back through ``db_access``.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import openai
+import pytest
+from django.db import connection
+
+from tests.live import LiveStack, database_url
+
+
+@pytest.fixture(scope="session")
+def django_db_setup(django_test_environment, django_db_blocker) -> Iterator[None]:
+    """The test database, always created: pytest-django's own fixture only creates it for
+    tests marked django_db, and the end-to-end tests deliberately are not."""
+    from django.test.utils import setup_databases, teardown_databases
+
+    with django_db_blocker.unblock():
+        config = setup_databases(verbosity=0, interactive=False, aliases={"default"})
+    yield
+    with django_db_blocker.unblock():
+        teardown_databases(config, verbosity=0)
+
+
+@pytest.fixture(scope="session")
+def live_stack(django_db_setup, django_db_blocker) -> Iterator[LiveStack]:
+    with django_db_blocker.unblock():
+        db_url = database_url(connection.settings_dict)
+    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    stack = LiveStack(db_url, redis_url)
+    try:
+        for name in ("web", "worker", "beat"):
+            stack.start(name)
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture
+def stack(live_stack: LiveStack) -> LiveStack:
+    """The live stack, restarted where an earlier test killed a process."""
+    live_stack.ensure_running()
+    return live_stack
+
+
+@pytest.fixture
+def db_access(django_db_blocker):
+    """Read and write committed rows next to the live servers (no test transaction)."""
+    with django_db_blocker.unblock():
+        yield
+
+
+def _new_key(tenant: str) -> str:
+    from responses_app.auth import create_api_key
+
+    return create_api_key(tenant)[1]
+
+
+@pytest.fixture(scope="session")
+def alice_key(live_stack, django_db_blocker) -> str:
+    with django_db_blocker.unblock():
+        return _new_key("alice")
+
+
+@pytest.fixture(scope="session")
+def bob_key(live_stack, django_db_blocker) -> str:
+    with django_db_blocker.unblock():
+        return _new_key("bob")
+
+
+def sdk_client(stack: LiveStack, key: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=stack.base_url, api_key=key, max_retries=0, timeout=60)
+
+
+@pytest.fixture
+def alice(stack: LiveStack, alice_key: str) -> openai.OpenAI:
+    return sdk_client(stack, alice_key)
+
+
+@pytest.fixture
+def bob(stack: LiveStack, bob_key: str) -> openai.OpenAI:
+    return sdk_client(stack, bob_key)

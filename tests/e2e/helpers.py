@@ -1,0 +1,64 @@
+"""Helpers for end-to-end tests: echo scripts, stream collection, invariant checks."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import openai
+
+TERMINAL_EVENTS = {"response.completed", "response.failed", "response.incomplete"}
+
+
+def reasoning_and_answer(reasoning: str, answer: str) -> str:
+    """An echo script: the model's own harmony tokens for a reasoning item and a message."""
+    return (f"<|channel|>analysis<|message|>{reasoning}<|end|>"
+            f"<|start|>assistant<|channel|>final<|message|>{answer}<|return|>")
+
+
+def function_call_then_answer(name: str, arguments: str, answer: str) -> str:
+    return (f"<|channel|>analysis<|message|>I should call {name}.<|end|>"
+            f"<|start|>assistant<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{arguments}<|call|>"
+            f"<|start|>assistant<|channel|>final<|message|>{answer}<|return|>")
+
+
+def events_of(stream: Any) -> list[dict[str, Any]]:
+    """Every event of an SDK stream, as plain dicts, until the stream ends."""
+    return [event.to_dict() for event in stream]
+
+
+def take(stream: Any, count: int) -> list[dict[str, Any]]:
+    """The first ``count`` events, then the connection is closed (a client breaking off)."""
+    events = []
+    for event in stream:
+        events.append(event.to_dict())
+        if len(events) == count:
+            break
+    stream.close()
+    return events
+
+
+def assert_dense(events: list[dict[str, Any]], start: int = 0) -> None:
+    assert [e["sequence_number"] for e in events] == list(range(start, start + len(events)))
+
+
+def wait_for_status(client: openai.OpenAI, response_id: str, statuses: set[str], timeout: float = 60) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        response = client.responses.retrieve(response_id)
+        if response.status in statuses:
+            return response
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{response_id} is still {response.status} after {timeout}s")
+        time.sleep(0.2)
+
+
+def wait_until(predicate, timeout: float = 30, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not met in time")
+        time.sleep(interval)

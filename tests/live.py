@@ -1,0 +1,141 @@
+"""The live stack for end-to-end tests: Daphne, a Celery worker (threads pool) and Celery
+beat as real subprocesses, on the test database and the test Redis.
+
+Processes can be killed and restarted by tests (Daphne mid-stream, the worker with
+SIGKILL); ``ensure_running`` puts the stack back for the next test.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+LOG_DIR = ROOT / "test-artifacts" / "live"
+
+# Short leases and intervals so that recovery paths run within a test's patience.
+STACK_ENV = {
+    "RESPONSE_LEASE_TTL_S": "5",
+    "RESPONSE_LEASE_RENEW_S": "1",
+    "REAPER_INTERVAL_S": "2",
+    "PURGE_INTERVAL_S": "2",
+    "UNSTORED_RETENTION_S": "2",
+    "SSE_KEEPALIVE_S": "1",
+    "ECHO_TOKEN_DELAY_MS": "0",
+    "LOG_LEVEL": "INFO",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def database_url(settings_dict: dict) -> str:
+    """The URL of the (already created) test database, for the subprocesses."""
+    name = settings_dict["NAME"]
+    if settings_dict["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{name}"
+    user = settings_dict.get("USER") or ""
+    password = f":{settings_dict['PASSWORD']}" if settings_dict.get("PASSWORD") else ""
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = f":{settings_dict['PORT']}" if settings_dict.get("PORT") else ""
+    return f"postgresql://{user}{password}@{host}{port}/{name}"
+
+
+class LiveStack:
+    def __init__(self, db_url: str, redis_url: str) -> None:
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.env = {**os.environ, **STACK_ENV, "DATABASE_URL": db_url, "REDIS_URL": redis_url,
+                    "CELERY_BROKER_URL": redis_url, "PYTHONUNBUFFERED": "1"}
+        self.queue = f"test-{self.port}"
+        self.processes: dict[str, subprocess.Popen] = {}
+        LOG_DIR.mkdir(parents=True, exist_ok=True)
+
+    # --- processes -------------------------------------------------------------------------
+
+    def commands(self) -> dict[str, list[str]]:
+        bin_dir = Path(sys.executable).parent
+        # Worker and beat get a node name of their own so that several stacks (or a
+        # developer's `make run`) on one Redis never answer each other's inspections.
+        return {
+            "web": [str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(self.port), "project.asgi:application"],
+            "worker": [str(bin_dir / "celery"), "-A", "project", "worker", "--pool", "threads", "--concurrency",
+                       "16", "--queues", "celery,model.echo", "--hostname", f"worker-{self.port}@%h",
+                       "--loglevel", "INFO", "--without-gossip", "--without-mingle"],
+            "beat": [str(bin_dir / "celery"), "-A", "project", "beat", "--loglevel", "INFO", "--schedule",
+                     str(LOG_DIR / f"beat-{self.port}")],
+        }
+
+    def start(self, name: str) -> None:
+        log = open(LOG_DIR / f"{name}-{self.port}.log", "ab")  # noqa: SIM115 - owned by the process
+        self.processes[name] = subprocess.Popen(self.commands()[name], cwd=ROOT, env=self.env, stdout=log,
+                                                stderr=subprocess.STDOUT, start_new_session=True)
+        if name == "web":
+            self.wait_for_web()
+        if name == "worker":
+            self.wait_for_worker()
+
+    def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
+        process = self.processes.pop(name, None)
+        if process is None:
+            return
+        try:
+            os.killpg(process.pid, sig)
+        except ProcessLookupError:
+            pass
+        process.wait(timeout=30)
+
+    def ensure_running(self) -> None:
+        for name in ("web", "worker", "beat"):
+            process = self.processes.get(name)
+            if process is None or process.poll() is not None:
+                self.start(name)
+
+    def stop(self) -> None:
+        for name in list(self.processes):
+            self.kill(name, signal.SIGTERM)
+
+    def wait_for_web(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                httpx.get(f"{self.base_url}/models", timeout=1)
+                return
+            except httpx.HTTPError:
+                time.sleep(0.2)
+        raise RuntimeError("daphne did not start; see " + str(LOG_DIR))
+
+    def wait_for_worker(self, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.inspect("ping"):
+                return
+            time.sleep(0.5)
+        raise RuntimeError("the celery worker did not start; see " + str(LOG_DIR))
+
+    # --- inspection ----------------------------------------------------------------------------
+
+    def inspect(self, method: str) -> dict:
+        from project.celery import app
+
+        replies = app.control.broadcast(method, reply=True, timeout=2,
+                                        destination=[f"worker-{self.port}@{socket.gethostname()}"])
+        return {name: body for reply in replies or [] for name, body in reply.items()}
+
+    def engine_requests(self, model: str = "echo") -> dict[str, list[str]]:
+        replies = self.inspect("engine_requests")
+        merged: dict[str, list[str]] = {"running": [], "aborted": []}
+        for reply in replies.values():
+            for key in merged:
+                merged[key] += reply.get(model, {}).get(key, [])
+        return merged
