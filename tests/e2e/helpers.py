@@ -18,7 +18,8 @@ def reasoning_and_answer(reasoning: str, answer: str) -> str:
 
 def function_call_then_answer(name: str, arguments: str, answer: str) -> str:
     return (f"<|channel|>analysis<|message|>I should call {name}.<|end|>"
-            f"<|start|>assistant<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{arguments}<|call|>"
+            f"<|start|>assistant<|channel|>commentary to=functions.{name} <|constrain|>json"
+            f"<|message|>{arguments}<|call|>"
             f"<|start|>assistant<|channel|>final<|message|>{answer}<|return|>")
 
 
