@@ -29,6 +29,7 @@ from .streaming import follow_events, sse_response
 from .validation import parse_create_request
 
 AsyncView = Callable[..., Awaitable[HttpResponse]]
+CANCEL_WAIT_S = 5.0
 
 
 def openai_errors(view: AsyncView) -> AsyncView:
@@ -98,6 +99,24 @@ async def response_detail(request: HttpRequest, caller: Caller, response_id: str
     return sse_response(follow_events(response.pk, cursor))
 
 
+@openai_errors
+async def response_cancel(request: HttpRequest, caller: Caller, response_id: str) -> HttpResponse:
+    if request.method != "POST":
+        raise _method_not_allowed(request)
+    response = await sync_to_async(selectors.get_response)(caller.tenant, response_id)
+    if not response.background:
+        raise InvalidRequest("Only background responses can be cancelled.", param="response_id")
+    response = await sync_to_async(services.request_cancel)(response)
+    if not response.is_terminal:
+        # The worker honours the flag within a second; answer with the cancelled response
+        # when it does, or with the response as it stands if the worker is slow.
+        try:
+            response = await asyncio.wait_for(_wait_until_finished(response.pk), timeout=CANCEL_WAIT_S)
+        except TimeoutError:
+            response = await sync_to_async(Response.objects.get)(pk=response.pk)
+    return JsonResponse(await sync_to_async(selectors.render_response)(response))
+
+
 def _cancel_by_id(response_id: str) -> None:
     response = Response.objects.filter(pk=response_id).first()
     if response is not None:
@@ -110,7 +129,9 @@ async def _wait_until_finished(response_id: str) -> Response:
     try:
         await pubsub.subscribe(doorbell.channel_name(response_id))
         while True:
-            response = await sync_to_async(Response.objects.get)(pk=response_id)
+            response = await sync_to_async(Response.objects.filter(pk=response_id).first)()
+            if response is None:
+                raise NotFound(f"Response with id '{response_id}' was deleted.", param="response_id")
             if response.is_terminal:
                 return response
             await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
@@ -156,15 +177,6 @@ def _include_query(request: HttpRequest) -> None:
 
 
 # --- DRF endpoints ---------------------------------------------------------------------------
-
-
-class CancelResponseView(APIView):
-    def post(self, request: Request, response_id: str) -> DRFResponse:
-        response = selectors.get_response(request.user.tenant, response_id)
-        if not response.background:
-            raise InvalidRequest("Only background responses can be cancelled.", param="response_id")
-        response = services.request_cancel(response)
-        return DRFResponse(selectors.render_response(response))
 
 
 class InputItemsView(APIView):

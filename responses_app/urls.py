@@ -7,7 +7,7 @@ from . import api
 urlpatterns = [
     path("responses", api.responses_collection),
     path("responses/<str:response_id>", api.response_detail),
-    path("responses/<str:response_id>/cancel", api.CancelResponseView.as_view()),
+    path("responses/<str:response_id>/cancel", api.response_cancel),
     path("responses/<str:response_id>/input_items", api.InputItemsView.as_view()),
     path("models", api.ModelsView.as_view()),
     path("models/<str:model_id>", api.ModelDetailView.as_view()),
