@@ -41,6 +41,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     """Store a queued response with its input items and its response.created event, then
     enqueue it once the transaction commits."""
     previous = _previous_response(tenant, request.previous_response_id)
+    _check_function_call_outputs(previous, request.input_items)
     with transaction.atomic():
         response = Response.objects.create(
             tenant=tenant,
@@ -85,6 +86,29 @@ def _previous_response(tenant: Tenant, previous_response_id: str | None) -> Resp
             param="previous_response_id",
         )
     return previous
+
+
+def _check_function_call_outputs(previous: Response | None, input_items: list[dict[str, Any]]) -> None:
+    """Every function_call_output must answer a function_call earlier in the conversation
+    (in the previous_response_id chain or earlier in this input)."""
+    if not any(item["type"] == "function_call_output" for item in input_items):
+        return
+    chain: list[str] = []
+    while previous is not None:
+        chain.append(previous.pk)
+        previous = Response.objects.filter(pk=previous.previous_response_id).first() \
+            if previous.previous_response_id else None
+    known = {item["call_id"] for item in OutputItem.objects.filter(response_id__in=chain, item_type="function_call")
+             .values_list("data", flat=True)}
+    known |= {data["call_id"] for data in InputItem.objects.filter(response_id__in=chain,
+                                                                   data__type="function_call")
+              .values_list("data", flat=True)}
+    for index, item in enumerate(input_items):
+        if item["type"] == "function_call":
+            known.add(item["call_id"])
+        elif item["type"] == "function_call_output" and item["call_id"] not in known:
+            raise InvalidRequest(f"No tool call found for function call output with call_id '{item['call_id']}'.",
+                                 param=f"input[{index}].call_id")
 
 
 def request_cancel(response: Response) -> Response:

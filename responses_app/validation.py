@@ -321,6 +321,8 @@ def _tools(value: Any) -> list[dict[str, Any]]:
         if not isinstance(tool, dict):
             raise _invalid_type(param, "an object", tool)
         tool_type = tool.get("type")
+        if not isinstance(tool_type, str):
+            raise _invalid_type(f"{param}.type", "a string", tool_type)
         if tool_type in UNSUPPORTED_TOOL_TYPES:
             raise InvalidRequest(f"Tool type '{tool_type}' is not supported by this server yet.",
                                  param=f"{param}.type", code="unsupported_tool_type")
@@ -418,7 +420,7 @@ def _include(value: Any) -> list[str]:
     if not isinstance(value, list):
         raise _invalid_type("include", "an array", value)
     for index, entry in enumerate(value):
-        if entry not in INCLUDE_VALUES:
+        if not isinstance(entry, str) or entry not in INCLUDE_VALUES:
             raise InvalidRequest(f"Invalid value for 'include[{index}]': {entry!r}.", param=f"include[{index}]",
                                  code="invalid_value")
         raise InvalidRequest(f"include value {entry!r} is not supported by this server yet.",
@@ -443,6 +445,8 @@ def _input_item(item: Any, param: str) -> dict[str, Any]:
     if not isinstance(item, dict):
         raise _invalid_type(param, "an object", item)
     item_type = item.get("type", "message")
+    if not isinstance(item_type, str):
+        raise _invalid_type(f"{param}.type", "a string", item_type)
     if item_type == "message":
         return _input_message(item, param)
     if item_type == "function_call":
@@ -491,7 +495,7 @@ def _input_message(item: dict, param: str) -> dict[str, Any]:
         parts = [_content_part(part, f"{param}.content[{index}]", part_type) for index, part in enumerate(content)]
     else:
         raise _invalid_type(f"{param}.content", "a string or a non-empty array", content)
-    return _message_item(role, parts, item.get("id"))
+    return _message_item(role, parts, _item_id(item, param, "msg"))
 
 
 def _content_part(part: Any, param: str, part_type: str) -> dict[str, Any]:
@@ -511,9 +515,7 @@ def _content_part(part: Any, param: str, part_type: str) -> dict[str, Any]:
     return {"type": "input_text", "text": text}
 
 
-def _message_item(role: str, parts: list[dict[str, Any]], item_id: Any) -> dict[str, Any]:
-    if item_id is not None and not isinstance(item_id, str):
-        raise _invalid_type("id", "a string", item_id)
+def _message_item(role: str, parts: list[dict[str, Any]], item_id: str | None) -> dict[str, Any]:
     if role == "assistant" and parts and parts[0]["type"] == "input_text":
         parts = [{"type": "output_text", "text": p["text"], "annotations": [], "logprobs": []} for p in parts]
     return {"id": item_id or new_id("msg"), "type": "message", "role": role, "content": parts, "status": "completed"}
