@@ -132,10 +132,15 @@ def delete_response(response: Response) -> None:
     The worker of a running response notices at its next batch (its lease-guarded UPDATE
     matches no row) and aborts its engine request.
     """
+    response_id = response.pk
     if not response.is_terminal:
         request_cancel(response)
-    response.delete()
-    doorbell.ring(response.pk, -1)
+    with transaction.atomic():
+        # Lock the row: a worker's batch starts by updating it, so no item or event can be
+        # inserted between collecting the related rows and deleting them.
+        Response.objects.select_for_update().filter(pk=response.pk).first()
+        response.delete()
+    doorbell.ring(response_id, -1)  # wakes its readers, who find it gone and end
 
 
 def finish_without_worker(

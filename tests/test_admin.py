@@ -1,0 +1,66 @@
+"""The basic operator console: response list and detail (items, paged events), cancel."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from responses_app.auth import create_api_key
+from responses_app.models import OutputItem, Response, ResponseEvent, ResponseStatus
+
+pytestmark = [pytest.mark.django_db, pytest.mark.core]
+
+
+@pytest.fixture
+def staff_client(client, django_user_model):
+    user = django_user_model.objects.create_superuser("operator", "op@example.com", "pw")
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def big_response() -> Response:
+    key, _ = create_api_key("carol")
+    response = Response.objects.create(tenant=key.tenant, model="echo", status=ResponseStatus.COMPLETED,
+                                       background=True, last_sequence_number=249)
+    OutputItem.objects.create(response=response, output_index=0, item_id="msg_1", item_type="message",
+                              status="completed", data={"id": "msg_1", "type": "message", "text": "hello there"})
+    ResponseEvent.objects.bulk_create(
+        ResponseEvent(response=response, sequence_number=n, type="response.output_text.delta", data={"n": n})
+        for n in range(250)
+    )
+    return response
+
+
+def test_it_lists_responses_filtered_by_status_and_searched_by_id(staff_client, big_response):
+    page = staff_client.get("/admin/responses_app/response/", {"status__exact": "completed", "q": big_response.id})
+    assert page.status_code == 200
+    assert big_response.id in page.content.decode()
+
+
+def test_it_shows_items_and_pages_events_without_counting_them(staff_client, big_response):
+    with CaptureQueriesContext(connection) as queries:
+        page = staff_client.get(f"/admin/responses_app/response/{big_response.id}/change/",
+                                {"events_after": "99"})
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert "msg_1" in html and "250 in all" in html
+    assert "<td>100</td>" in html and "<td>199</td>" in html and "<td>200</td>" not in html
+    assert 'href="?events_after=199"' in html and 'href="?events_after=-1"' in html
+    event_table = ResponseEvent._meta.db_table
+    counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper() and event_table in q["sql"]]
+    assert counts == []
+
+
+def test_the_cancel_action_cancels_a_queued_background_response(staff_client):
+    key, _ = create_api_key("dave")
+    response = Response.objects.create(tenant=key.tenant, model="echo", background=True, last_sequence_number=0)
+    ResponseEvent.objects.create(response=response, sequence_number=0, type="response.created", data={})
+    reply = staff_client.post("/admin/responses_app/response/",
+                              {"action": "cancel_responses", "_selected_action": [response.pk]})
+    assert reply.status_code == 302
+    response.refresh_from_db()
+    assert response.status == "cancelled"
+    assert list(response.events.values_list("sequence_number", "type")) == [
+        (0, "response.created"), (1, "response.incomplete")]
