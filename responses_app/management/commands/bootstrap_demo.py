@@ -70,7 +70,8 @@ client = OpenAI(base_url="{base_url}", api_key="{key}")
 
 # A background response keeps running when the client goes away; stream its events.
 stream = client.responses.create(
-    model="echo", input="Tell me a long story.", background=True, stream=True
+    model="echo", input="Tell me a long story.", background=True, stream=True,
+    metadata={{"echo_token_delay_ms": "100"}},  # echo only: slow enough to cancel mid-way
 )
 response_id, last = None, -1
 for event in stream:
