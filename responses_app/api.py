@@ -146,7 +146,7 @@ def _method_not_allowed(request: HttpRequest) -> APIError:
     return error
 
 
-def _bool_query(request: HttpRequest, name: str) -> bool:
+def _bool_query(request: HttpRequest | Request, name: str) -> bool:
     value = request.GET.get(name)
     if value in (None, "", "false", "False", "0"):
         return False
@@ -155,7 +155,7 @@ def _bool_query(request: HttpRequest, name: str) -> bool:
     raise InvalidRequest(f"Invalid value for '{name}': {value!r}; expected true or false.", param=name)
 
 
-def _int_query(request: HttpRequest, name: str, minimum: int, maximum: int | None = None) -> int | None:
+def _int_query(request: HttpRequest | Request, name: str, minimum: int, maximum: int | None = None) -> int | None:
     value = request.GET.get(name)
     if value is None:
         return None
@@ -169,7 +169,7 @@ def _int_query(request: HttpRequest, name: str, minimum: int, maximum: int | Non
     return number
 
 
-def _include_query(request: HttpRequest) -> None:
+def _include_query(request: HttpRequest | Request) -> None:
     # Every include value concerns a feature this server does not have yet.
     values = request.GET.getlist("include[]") + request.GET.getlist("include")
     if values:
@@ -181,11 +181,11 @@ def _include_query(request: HttpRequest) -> None:
 
 class InputItemsView(APIView):
     def get(self, request: Request, response_id: str) -> DRFResponse:
-        limit = _int_query(request._request, "limit", minimum=1, maximum=100) or 20
+        limit = _int_query(request, "limit", minimum=1, maximum=100) or 20
         order = request.query_params.get("order", "desc")
         if order not in ("asc", "desc"):
             raise InvalidRequest(f"Invalid value for 'order': {order!r}; expected 'asc' or 'desc'.", param="order")
-        _include_query(request._request)
+        _include_query(request)
         response = selectors.get_response(request.user.tenant, response_id)
         page = selectors.input_items_page(response, after=request.query_params.get("after"), limit=limit,
                                           order=order)

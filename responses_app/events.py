@@ -32,7 +32,9 @@ class EventBuilder:
         self.response = response
         self.next_sequence_number = next_sequence_number
         self.output: list[dict[str, Any]] = list(output or [])
-        self._open_index: int | None = None
+        # An item left in_progress by an earlier writer (a lost worker) is still open.
+        self._open_index: int | None = next(
+            (index for index, item in enumerate(self.output) if item.get("status") == "in_progress"), None)
         self._pending_events: list[dict[str, Any]] = []
         self._dirty_items: set[int] = set()
 

@@ -76,6 +76,8 @@ class Response(models.Model):
     # Job control. cancel_requested is the flag a worker polls; the lease says which
     # worker holds the row and until when (the reaper recovers expired leases).
     task_id = models.CharField(max_length=64, blank=True)
+    # When the broker accepted the task; null while it has not (the reaper retries).
+    enqueued_at = models.DateTimeField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
     lease_owner = models.CharField(max_length=128, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)

@@ -129,7 +129,7 @@ def run_response(response_id: str) -> None:
     output = [item.data for item in OutputItem.objects.filter(response=response).order_by("output_index")]
     builder = EventBuilder(response, next_sequence_number=response.last_sequence_number + 1, output=output)
     if response.last_sequence_number == 0:
-        # A retry after a lost worker already announced in_progress.
+        # Only response.created so far; a retry after a lost worker has announced it already.
         builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
     writer = BatchWriter(response, owner, builder)
     usage = Usage()

@@ -35,6 +35,7 @@ TERMINAL_EVENT = {
     ResponseStatus.CANCELLED: "response.incomplete",
 }
 TERMINAL_EVENT_TYPES = frozenset(TERMINAL_EVENT.values())
+ENQUEUE_GRACE_S = 10
 
 
 def create_response(tenant: Tenant, request: CreateRequest) -> Response:
@@ -60,7 +61,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
         builder.lifecycle("response.created", status=ResponseStatus.QUEUED)
         events, _ = builder.drain()
         insert_events(response, events)
-        transaction.on_commit(lambda: enqueue(response))
+        transaction.on_commit(lambda: try_enqueue(response))
     return response
 
 
@@ -69,8 +70,19 @@ def enqueue(response: Response) -> None:
 
     queue = settings.MODEL_REGISTRY[response.model]["queue"]
     result = run_response.apply_async(args=[response.pk], queue=queue)
-    Response.objects.filter(pk=response.pk).update(task_id=result.id)
-    response.task_id = result.id
+    now = timezone.now()
+    Response.objects.filter(pk=response.pk).update(task_id=result.id, enqueued_at=now)
+    response.task_id, response.enqueued_at = result.id, now
+
+
+def try_enqueue(response: Response) -> bool:
+    """Enqueue, or leave ``enqueued_at`` empty for the reaper to retry (broker outage)."""
+    try:
+        enqueue(response)
+        return True
+    except Exception:
+        log.exception("could not enqueue %s; the reaper will retry", response.pk)
+        return False
 
 
 def _previous_response(tenant: Tenant, previous_response_id: str | None) -> Response | None:
@@ -167,18 +179,16 @@ def finish_without_worker(
             return False
         output = [item.data for item in OutputItem.objects.filter(response=response).order_by("output_index")]
         builder = EventBuilder(response, next_sequence_number=response.last_sequence_number + 1, output=output)
-        for item in builder.output:
-            if item.get("status") == "in_progress":
-                # The lost worker's open item: end it so nothing stays in_progress.
-                item["status"] = "incomplete"
-                OutputItem.objects.filter(response=response, item_id=item["id"]).update(status="incomplete",
-                                                                                     data=item)
+        builder.close_open_item()  # the lost worker's open item ends incomplete, with its done events
         response.status = status
         response.error = error
         response.completed_at = timezone.now()
         builder.lifecycle(TERMINAL_EVENT[status], status=status)
-        events, _ = builder.drain()
+        events, items = builder.drain()
         insert_events(response, events)
+        for output_index, item in items:
+            OutputItem.objects.filter(response=response, output_index=output_index).update(
+                status=item["status"], data=item)
         response.last_sequence_number = events[-1]["sequence_number"]
         response.lease_owner = ""
         response.lease_expires_at = None
@@ -189,25 +199,26 @@ def finish_without_worker(
 
 
 def reap_expired_leases() -> dict[str, int]:
-    """Recover responses whose worker vanished (its lease expired).
+    """Recover responses whose worker vanished (its lease expired), and queued responses
+    whose task never reached the broker.
 
     One that had emitted nothing beyond its lifecycle events is re-queued (the retry
     starts from scratch); one that had streamed output, or used up its attempts, is failed
     with a clear error and a terminal event, so no response stays in_progress forever.
     """
     now = timezone.now()
-    counts = {"requeued": 0, "failed": 0}
+    counts = {"requeued": 0, "failed": 0, "enqueued": 0}
     expired = Response.objects.filter(status=ResponseStatus.IN_PROGRESS, lease_expires_at__lt=now)
-    for response in expired.only("id", "attempts", "cancel_requested"):
+    for response in expired.only("id", "model", "attempts", "cancel_requested"):
         has_output = OutputItem.objects.filter(response_id=response.pk).exists()
         if not has_output and not response.cancel_requested and response.attempts < settings.RESPONSE_MAX_ATTEMPTS:
             requeued = Response.objects.filter(pk=response.pk, status=ResponseStatus.IN_PROGRESS,
                                                lease_expires_at__lt=now).update(
-                status=ResponseStatus.QUEUED, lease_owner="", lease_expires_at=None)
+                status=ResponseStatus.QUEUED, lease_owner="", lease_expires_at=None, enqueued_at=None)
             if requeued:
                 counts["requeued"] += 1
                 log.warning("re-queued %s after its worker was lost", response.pk)
-                enqueue(response)
+                try_enqueue(response)
             continue
         status = ResponseStatus.CANCELLED if response.cancel_requested else ResponseStatus.FAILED
         error = None if response.cancel_requested else {
@@ -217,6 +228,13 @@ def reap_expired_leases() -> dict[str, int]:
         if finish_without_worker(response.pk, status, error=error, only_if_lease_expired_before=now):
             counts["failed"] += 1
             log.warning("failed %s after its worker was lost", response.pk)
+    # A task that never reached the broker: enqueue it now. A duplicate message would be
+    # harmless (only one claim can win), so the grace period only avoids racing the
+    # on_commit enqueue of a response created a moment ago.
+    unsent = Response.objects.filter(status=ResponseStatus.QUEUED, enqueued_at__isnull=True).filter(
+        Q(attempts__gt=0) | Q(created_at__lt=now - timedelta(seconds=ENQUEUE_GRACE_S)))
+    for response in unsent.only("id", "model"):
+        counts["enqueued"] += try_enqueue(response)
     return counts
 
 

@@ -75,7 +75,7 @@ async def follow_events(
         if pubsub is not None:
             try:
                 await pubsub.aclose()
-            except Exception:  # noqa: S110 - best effort on a dying connection
+            except Exception:  # best effort on a dying connection
                 pass
         await redis.aclose()
 

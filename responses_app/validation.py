@@ -154,7 +154,7 @@ def parse_create_request(body: Any) -> CreateRequest:
         "reasoning": _reasoning(body.get("reasoning")),
         "metadata": _metadata(body.get("metadata")),
         "tools": tools,
-        "tool_choice": _tool_choice(body.get("tool_choice", "auto"), tools),
+        "tool_choice": _tool_choice(body.get("tool_choice", "auto")),
         "parallel_tool_calls": _bool(body, "parallel_tool_calls", True),
         "text": _text(body.get("text")),
         "truncation": _truncation(body.get("truncation")),
@@ -361,7 +361,7 @@ def _function_tool(tool: dict, param: str) -> dict[str, Any]:
     }
 
 
-def _tool_choice(value: Any, tools: list[dict[str, Any]]) -> str | dict[str, Any]:
+def _tool_choice(value: Any) -> str:
     if value in ("auto", "none"):
         return value
     if value == "required" or isinstance(value, dict):
