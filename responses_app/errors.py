@@ -48,15 +48,6 @@ class NotFound(APIError):
     status_code = 404
 
 
-class Conflict(APIError):
-    status_code = 409
-
-
-class ServerError(APIError):
-    status_code = 500
-    error_type = "server_error"
-
-
 def error_response(error: APIError) -> JsonResponse:
     response = JsonResponse(error.body(), status=error.status_code)
     for name, value in error.headers().items():

@@ -77,9 +77,6 @@ class EventBuilder:
     def has_pending_events(self) -> bool:
         return bool(self._pending_events)
 
-    def function_calls(self) -> list[dict[str, Any]]:
-        return [item for item in self.output if item["type"] == "function_call"]
-
     def drain(self) -> tuple[list[dict[str, Any]], list[tuple[int, dict[str, Any]]]]:
         """Events produced since the last drain, and the output items they changed."""
         events, self._pending_events = self._pending_events, []
