@@ -22,14 +22,15 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from .conversation import ChainBroken, response_prompt
 from .engines.base import SamplingParams
 from .engines.host import engine_host
 from .event_store import LeaseLost, save_batch
 from .events import EventBuilder
 from .harmony.encoding import stop_token_ids
 from .harmony.parser import HarmonyOutputError, MessageFinished, MessageStarted, OutputParser
-from .harmony.prompt import PromptError, PromptRequest, render_prompt
-from .models import InputItem, OutputItem, Response, ResponseStatus
+from .harmony.prompt import PromptError
+from .models import OutputItem, Response, ResponseStatus
 from .services import TERMINAL_EVENT
 
 log = logging.getLogger(__name__)
@@ -183,8 +184,8 @@ def _generate(
     """One engine turn (the tool loop of a later issue wraps this). Returns the status."""
     request = response.request
     try:
-        prompt = render_prompt(_prompt_request(response))
-    except PromptError as error:
+        prompt = response_prompt(response)
+    except (PromptError, ChainBroken) as error:
         raise ResponseFailure(str(error), code="invalid_prompt") from error
     max_model_len = settings.MODEL_REGISTRY[response.model].get("max_model_len")
     if max_model_len and len(prompt) >= max_model_len:
@@ -249,34 +250,3 @@ def _engine_extra(request: dict[str, Any]) -> dict[str, Any]:
         return {"echo_token_delay_ms": float(delay)} if delay is not None else {}
     except ValueError:
         return {}
-
-
-def _prompt_request(response: Response) -> PromptRequest:
-    request = response.request
-    return PromptRequest(
-        history=conversation_history(response),
-        instructions=request.get("instructions"),
-        reasoning_effort=(request.get("reasoning") or {}).get("effort"),
-        tools=request.get("tools", []),
-        tool_choice=request.get("tool_choice", "auto"),
-        conversation_date=response.created_at.date().isoformat(),
-    )
-
-
-def conversation_history(response: Response) -> list[dict[str, Any]]:
-    """Input and output items of the whole previous_response_id chain, oldest first,
-    then this response's input items."""
-    chain: list[Response] = []
-    previous_id = response.previous_response_id
-    while previous_id:
-        previous = Response.objects.filter(pk=previous_id, tenant_id=response.tenant_id).first()
-        if previous is None:
-            raise ResponseFailure(f"Previous response '{previous_id}' no longer exists.", code="invalid_prompt")
-        chain.append(previous)
-        previous_id = previous.previous_response_id
-    history: list[dict[str, Any]] = []
-    for earlier in reversed(chain):
-        history += [item.data for item in InputItem.objects.filter(response=earlier).order_by("position")]
-        history += [item.data for item in OutputItem.objects.filter(response=earlier).order_by("output_index")]
-    history += [item.data for item in InputItem.objects.filter(response=response).order_by("position")]
-    return history

@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from . import doorbell
+from .conversation import check_prompt, history, previous_chain
 from .errors import InvalidRequest, NotFound
 from .event_store import insert_events
 from .events import EventBuilder
@@ -42,7 +43,9 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     """Store a queued response with its input items and its response.created event, then
     enqueue it once the transaction commits."""
     previous = _previous_response(tenant, request.previous_response_id)
-    _check_function_call_outputs(previous, request.input_items)
+    chain = previous_chain(tenant.pk, previous.pk) if previous else []
+    _check_function_call_outputs(chain, request.input_items)
+    check_prompt(request.model, request.params, history(chain, request.input_items), timezone.now().date())
     with transaction.atomic():
         response = Response.objects.create(
             tenant=tenant,
@@ -100,21 +103,12 @@ def _previous_response(tenant: Tenant, previous_response_id: str | None) -> Resp
     return previous
 
 
-def _check_function_call_outputs(previous: Response | None, input_items: list[dict[str, Any]]) -> None:
+def _check_function_call_outputs(chain: list[Response], input_items: list[dict[str, Any]]) -> None:
     """Every function_call_output must answer a function_call earlier in the conversation
     (in the previous_response_id chain or earlier in this input)."""
     if not any(item["type"] == "function_call_output" for item in input_items):
         return
-    chain: list[str] = []
-    while previous is not None:
-        chain.append(previous.pk)
-        previous = Response.objects.filter(pk=previous.previous_response_id).first() \
-            if previous.previous_response_id else None
-    known = {item["call_id"] for item in OutputItem.objects.filter(response_id__in=chain, item_type="function_call")
-             .values_list("data", flat=True)}
-    known |= {data["call_id"] for data in InputItem.objects.filter(response_id__in=chain,
-                                                                   data__type="function_call")
-              .values_list("data", flat=True)}
+    known = {data["call_id"] for data in history(chain, []) if data.get("type") == "function_call"}
     for index, item in enumerate(input_items):
         if item["type"] == "function_call":
             known.add(item["call_id"])

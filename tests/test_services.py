@@ -17,10 +17,12 @@ from django.utils import timezone
 
 from responses_app import services
 from responses_app.auth import create_api_key
+from responses_app.conversation import prompt_request
 from responses_app.errors import InvalidRequest, NotFound
 from responses_app.event_store import LeaseLost, save_batch
 from responses_app.events import EventBuilder
 from responses_app.harmony.parser import ContentDelta, MessageStarted
+from responses_app.harmony.prompt import render_prompt
 from responses_app.models import InputItem, OutputItem, Response, ResponseEvent, ResponseStatus, Tenant
 from responses_app.runner import claim, run_response
 from responses_app.validation import parse_create_request
@@ -595,3 +597,22 @@ def test_the_reaper_enqueues_a_queued_response_whose_task_never_reached_the_brok
     Response.objects.filter(pk=queued.pk).update(created_at=timezone.now() - timedelta(minutes=1))
     assert services.reap_expired_leases() == {"requeued": 0, "failed": 0, "enqueued": 1}
     assert enqueued == [queued.pk]
+
+
+def test_a_conversation_longer_than_the_model_context_is_refused_before_anything_is_written(tenant, settings):
+    first = create(tenant, input="My name is Ada and I live in Paris.")
+    Response.objects.filter(pk=first.pk).update(status=ResponseStatus.COMPLETED)
+    alone = len(render_prompt(prompt_request({}, [user_item("And you?")], timezone.now().date())))
+    settings.MODEL_REGISTRY = {"echo": {"engine": "echo", "queue": "model.echo", "max_model_len": alone + 1}}
+
+    create(tenant, input="And you?")  # fits on its own
+    with pytest.raises(InvalidRequest) as refused:
+        create(tenant, input="And you?", previous_response_id=first.pk)  # the chain makes it too long
+    assert refused.value.code == "context_length_exceeded" and str(alone + 1) in refused.value.message
+    with pytest.raises(InvalidRequest):
+        create(tenant, input="And you? " * 10)
+    assert Response.objects.filter(tenant=tenant).count() == 2
+
+
+def user_item(text: str) -> dict[str, Any]:
+    return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}

@@ -1,0 +1,77 @@
+"""A response's conversation: the previous_response_id chain and the harmony prompt.
+
+The create path renders the prompt once to refuse what can never run (an unanswered
+function call output, a prompt longer than the model's context) with a 400; the worker
+renders it again, from the same rows, to generate.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Any
+
+from django.conf import settings
+
+from .errors import InvalidRequest
+from .harmony.prompt import PromptError, PromptRequest, render_prompt
+from .models import InputItem, OutputItem, Response
+
+
+class ChainBroken(Exception):
+    """A response of the chain was deleted after this one was created."""
+
+
+def previous_chain(tenant_id: int, previous_response_id: str | None) -> list[Response]:
+    """The responses before this one, oldest first."""
+    chain: list[Response] = []
+    while previous_response_id:
+        previous = Response.objects.filter(pk=previous_response_id, tenant_id=tenant_id).first()
+        if previous is None:
+            raise ChainBroken(f"Previous response '{previous_response_id}' no longer exists.")
+        chain.append(previous)
+        previous_response_id = previous.previous_response_id
+    return chain[::-1]
+
+
+def history(chain: list[Response], input_items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Input and output items of the chain, then this response's input items."""
+    items: list[dict[str, Any]] = []
+    for earlier in chain:
+        items += InputItem.objects.filter(response=earlier).order_by("position").values_list("data", flat=True)
+        items += OutputItem.objects.filter(response=earlier).order_by("output_index").values_list("data", flat=True)
+    return items + input_items
+
+
+def prompt_request(params: dict[str, Any], items: list[dict[str, Any]], day: date) -> PromptRequest:
+    return PromptRequest(
+        history=items,
+        instructions=params.get("instructions"),
+        reasoning_effort=(params.get("reasoning") or {}).get("effort"),
+        tools=params.get("tools", []),
+        tool_choice=params.get("tool_choice", "auto"),
+        conversation_date=day.isoformat(),
+    )
+
+
+def response_prompt(response: Response) -> list[int]:
+    """The prompt token ids of a stored response (raises ChainBroken, PromptError)."""
+    inputs = list(InputItem.objects.filter(response=response).order_by("position").values_list("data", flat=True))
+    items = history(previous_chain(response.tenant_id, response.previous_response_id), inputs)
+    return render_prompt(prompt_request(response.request, items, response.created_at.date()))
+
+
+def check_prompt(model: str, params: dict[str, Any], items: list[dict[str, Any]], day: date) -> int:
+    """Render the prompt of a response about to be created; 400 if it can never run."""
+    try:
+        prompt = render_prompt(prompt_request(params, items, day))
+    except PromptError as error:
+        raise InvalidRequest(str(error), param="input") from error
+    max_model_len = settings.MODEL_REGISTRY[model].get("max_model_len")
+    if max_model_len and len(prompt) >= max_model_len:
+        raise InvalidRequest(
+            f"This model's maximum context length is {max_model_len} tokens; the conversation is "
+            f"{len(prompt)} tokens, leaving no room for output.",
+            param="input",
+            code="context_length_exceeded",
+        )
+    return len(prompt)
