@@ -23,7 +23,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from .conversation import ChainBroken, response_prompt
-from .engines.base import SamplingParams
+from .engines.base import EngineDead, SamplingParams
 from .engines.host import engine_host
 from .event_store import LeaseLost, save_batch
 from .events import EventBuilder
@@ -223,6 +223,10 @@ def _generate(
     except HarmonyOutputError as error:
         _count(usage, parser)
         raise ResponseFailure(f"The model produced output that is not valid harmony: {error}",
+                              code="server_error") from error
+    except EngineDead as error:
+        _count(usage, parser)
+        raise ResponseFailure(f"The model engine stopped while generating this response: {error}",
                               code="server_error") from error
     _count(usage, parser)
     if cut_off:

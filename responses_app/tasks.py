@@ -5,7 +5,7 @@ from __future__ import annotations
 from celery import shared_task
 
 from . import runner, services
-from .engines import control  # noqa: F401  (registers the engine_requests inspect command)
+from .engines import control, startup  # noqa: F401  (an inspect command; engine start at worker init)
 
 
 @shared_task(name="responses_app.tasks.run_response", acks_late=True)

@@ -31,6 +31,11 @@ class EngineChunk:
     cached_tokens: int | None = None
 
 
+class EngineDead(RuntimeError):
+    """The engine can no longer generate; every request on it fails, and the host starts
+    a new engine for the next request."""
+
+
 class Engine(Protocol):
     def generate(
         self, prompt_token_ids: list[int], params: SamplingParams, request_id: str
@@ -39,3 +44,9 @@ class Engine(Protocol):
 
     async def abort(self, request_id: str) -> None:
         """Stop a running request; its ``generate`` iterator ends soon after."""
+
+    async def start(self) -> None:
+        """Load the model (called once, on the host's loop, before the first request)."""
+
+    async def shutdown(self) -> None:
+        """Release the engine's resources (called when it died or the worker stops)."""

@@ -65,6 +65,12 @@ class EchoEngine:
         if request_id in self._running:
             self._abort_requested.add(request_id)
 
+    async def start(self) -> None:
+        """Nothing to load: the echo engine has no weights."""
+
+    async def shutdown(self) -> None:
+        """Nothing to release."""
+
     # --- introspection for tests --------------------------------------------------------
 
     def running_requests(self) -> set[str]:

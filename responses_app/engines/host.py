@@ -2,8 +2,8 @@
 
 Celery's threads pool runs many responses at once in one process; each task thread
 hands its request to the shared loop, where the engine batches them (vLLM's continuous
-batching, in the next issue). Task threads never touch the loop's objects directly:
-chunks come back through a thread-safe queue.
+batching). Task threads never touch the loop's objects directly: chunks come back
+through a thread-safe queue. ORM work stays in the task threads.
 """
 
 from __future__ import annotations
@@ -12,12 +12,14 @@ import asyncio
 import logging
 import queue
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Coroutine, Iterator
 from concurrent.futures import Future
+from typing import Any
 
 from django.conf import settings
 
-from .base import Engine, EngineChunk, SamplingParams
+from .base import Engine, EngineChunk, EngineDead, SamplingParams
 
 log = logging.getLogger(__name__)
 _END = object()
@@ -32,9 +34,15 @@ class EngineHost:
         self._lock = threading.Lock()
 
     def engine(self, model: str) -> Engine:
+        """The model's engine, started on first use (or again after it died)."""
         with self._lock:
             if model not in self._engines:
-                self._engines[model] = create_engine(model)
+                started = time.monotonic()
+                log.info("engine for %s: loading", model)
+                engine = create_engine(model)
+                self.call(engine.start(), timeout=None)
+                log.info("engine for %s: ready in %.1f s", model, time.monotonic() - started)
+                self._engines[model] = engine
             return self._engines[model]
 
     def engines(self) -> dict[str, Engine]:
@@ -73,6 +81,8 @@ class EngineHost:
                     return
                 if isinstance(item, BaseException):
                     finished = True
+                    if isinstance(item, EngineDead):
+                        self._discard(model, engine)
                     raise item
                 yield item
         finally:
@@ -82,12 +92,25 @@ class EngineHost:
                 future.cancel()
 
     def abort(self, model: str, request_id: str) -> None:
-        engine = self.engine(model)
-        asyncio.run_coroutine_threadsafe(engine.abort(request_id), self._loop).result(timeout=10)
+        engine = self._engines.get(model)
+        if engine is not None:
+            self.call(engine.abort(request_id))
 
-    def call(self, coroutine) -> object:
-        """Run a coroutine on the engine loop (for inspection, e.g. in tests)."""
-        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=10)
+    def call(self, coroutine: Coroutine, timeout: float | None = 10) -> Any:
+        """Run a coroutine on the engine loop and wait for its result."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=timeout)
+
+    def _discard(self, model: str, engine: Engine) -> None:
+        """Forget a dead engine (once): the next request starts a new one."""
+        with self._lock:
+            if self._engines.get(model) is not engine:
+                return
+            del self._engines[model]
+        log.error("engine for %s died; a new one starts with the next request", model)
+        try:
+            self.call(engine.shutdown(), timeout=60)
+        except Exception:
+            log.exception("shutting down the dead engine for %s failed", model)
 
 
 def create_engine(model: str) -> Engine:
@@ -104,7 +127,7 @@ _host_lock = threading.Lock()
 
 
 def engine_host() -> EngineHost:
-    """This process's host, created on first use (after a fork, in the worker child)."""
+    """This process's host, created on first use."""
     global _host
     with _host_lock:
         if _host is None:
