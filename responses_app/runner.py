@@ -248,9 +248,16 @@ def _count(usage: Usage, parser: OutputParser) -> None:
     usage.reasoning_tokens = parser.reasoning_tokens
 
 
+ECHO_KNOBS = ("echo_token_delay_ms", "echo_die_after_tokens")
+
+
 def _engine_extra(request: dict[str, Any]) -> dict[str, Any]:
-    delay = (request.get("metadata") or {}).get("echo_token_delay_ms")
-    try:
-        return {"echo_token_delay_ms": float(delay)} if delay is not None else {}
-    except ValueError:
-        return {}
+    """The echo engine's test knobs, from the request's metadata (numbers as strings)."""
+    metadata = request.get("metadata") or {}
+    extra: dict[str, Any] = {}
+    for name in ECHO_KNOBS:
+        try:
+            extra[name] = float(metadata[name]) if name in metadata else None
+        except ValueError:
+            continue
+    return {name: value for name, value in extra.items() if value is not None}

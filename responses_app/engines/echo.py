@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from openai_harmony import HarmonyEncoding, Message, Role, StreamableParser
 
-from responses_app.engines.base import EngineChunk, SamplingParams
+from responses_app.engines.base import EngineChunk, EngineDead, SamplingParams
 from responses_app.harmony.encoding import get_encoding, special_token_id
 
 SCRIPT_PREFIX = "<|channel|>"
@@ -100,9 +100,13 @@ class EchoEngine:
         limit = len(tokens) if params.max_tokens is None else min(len(tokens), max(params.max_tokens, 0))
         pending: list[int] = []
         first = True
-        for token in tokens[:limit]:
+        die_after = params.extra.get("echo_die_after_tokens")
+        for emitted, token in enumerate(tokens[:limit]):
             if request_id in self._abort_requested:
                 return
+            if die_after is not None and emitted >= die_after:
+                # Lets tests see what a crashed engine (vLLM's EngineDeadError) does to a response.
+                raise EngineDead(f"the echo engine was told to die after {die_after:g} tokens")
             if delay_s > 0:
                 await asyncio.sleep(delay_s)
                 if request_id in self._abort_requested:

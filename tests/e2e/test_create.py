@@ -72,3 +72,13 @@ def test_malformed_harmony_from_the_engine_fails_the_response_and_closes_its_ite
     assert "not valid harmony" in failed["error"]["message"]
     assert all(item["status"] != "in_progress" for item in failed["output"])
     assert alice.responses.retrieve(failed["id"]).status == "failed"
+
+
+def test_an_engine_that_dies_fails_its_response_clearly_and_the_next_one_gets_a_new_engine(alice):
+    events = events_of(alice.responses.create(model="echo", input="crash", stream=True,
+                                              metadata={"echo_die_after_tokens": "5"}))
+    failed = events[-1]["response"]
+    assert events[-1]["type"] == "response.failed"
+    assert "engine stopped" in failed["error"]["message"] and "die after 5 tokens" in failed["error"]["message"]
+    assert all(item["status"] != "in_progress" for item in failed["output"])
+    assert alice.responses.create(model="echo", input="and now?").status == "completed"
