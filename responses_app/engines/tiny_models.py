@@ -1,0 +1,554 @@
+"""Tiny gpt-oss checkpoints for tests: a random one and one trained on a few transcripts.
+
+Both share one architecture (``model_config()``) that vLLM's CPU backend loads like a real
+gpt-oss: the full o200k_harmony vocabulary (201088 ids), untied embeddings (vLLM's gpt-oss
+always loads ``lm_head.weight``), head_dim 64 (the CPU attention backend rejects 16) and one
+sliding plus one full attention layer. Weights are saved in float32: the trained model is
+checked for exact greedy output, and bfloat16 rounding could flip a near-tie.
+
+The trained model memorises ``TRANSCRIPTS``: for each prompt the server renders, greedy
+decoding reproduces the expected completion exactly, whatever the conversation date (the
+server writes the response's creation date into the system message).
+
+Everything is built offline: the tokenizer comes from harmony's vocabulary file
+(``o200k_base.tiktoken`` in HARMONY_VOCAB_DIR). torch and transformers are imported lazily,
+so finding an already built model (``ensure_model``) needs neither.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import fcntl
+import hashlib
+import json
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from openai_harmony import Author, Conversation, Message, Role, SystemContent, ToolNamespaceConfig
+
+from responses_app.harmony.encoding import get_encoding, vocabulary_dir
+from responses_app.harmony.prompt import PromptRequest, build_messages, history_messages, render_prompt
+from responses_app.harmony.vocab import VOCAB_FILE, VOCAB_SHA256, verify_vocabulary
+
+if TYPE_CHECKING:
+    from transformers import GptOssForCausalLM, PreTrainedTokenizerFast
+
+# Bump whenever the build changes in a way the fingerprint cannot see (training recipe, files written).
+BUILD_VERSION = 1
+KINDS = ("random", "trained")
+SEED = 0
+# The dtype the weights are saved in; vLLM must load them with dtype="float32" (see module docstring).
+SAVED_DTYPE = "float32"
+
+RETURN_ID, CALL_ID = 200002, 200012  # <|return|>, <|call|>: the assistant's stop tokens
+BOS_ID, PAD_ID = 199998, 199999  # <|startoftext|>, <|endoftext|>
+FIRST_SPECIAL_ID, VOCAB_SIZE = 199998, 201088
+
+# o200k's pre-tokenisation pattern (tiktoken_ext.openai_public.o200k_base); harmony uses the same.
+O200K_PATTERN = "|".join(
+    [
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]
+)
+# o200k_harmony's special tokens occupy ids 199998..201087; the unnamed ones are reserved.
+NAMED_SPECIALS = {
+    199998: "<|startoftext|>",
+    199999: "<|endoftext|>",
+    200002: "<|return|>",
+    200003: "<|constrain|>",
+    200005: "<|channel|>",
+    200006: "<|start|>",
+    200007: "<|end|>",
+    200008: "<|message|>",
+    200012: "<|call|>",
+    200018: "<|endofprompt|>",
+}
+
+MODEL_CONFIG: dict[str, Any] = {
+    "num_hidden_layers": 2,
+    "hidden_size": 64,
+    "intermediate_size": 128,
+    "num_attention_heads": 4,
+    "num_key_value_heads": 2,
+    "head_dim": 64,  # the smallest head size vLLM's CPU attention accepts
+    "num_local_experts": 4,
+    "num_experts_per_tok": 2,
+    "sliding_window": 128,  # layer 0 slides, layer 1 attends fully (layer_types default)
+    "vocab_size": VOCAB_SIZE,
+    "max_position_embeddings": 4096,
+    "tie_word_embeddings": False,  # vLLM's GptOssForCausalLM has its own lm_head and never ties
+    "eos_token_id": [RETURN_ID, CALL_ID],
+    "pad_token_id": PAD_ID,
+    "bos_token_id": BOS_ID,
+}
+
+
+@dataclass(frozen=True)
+class TrainingRecipe:
+    learning_rate: float = 3e-3
+    dates_per_step: int = 3  # random conversation dates per prompt per optimiser step
+    steps_per_round: int = 50
+    max_rounds: int = 12
+    # Every completion token must reach this probability before the greedy check runs: a margin
+    # that keeps greedy decoding stable under vLLM's slightly different arithmetic.
+    min_token_probability: float = 0.9
+
+
+RECIPE = TrainingRecipe()
+
+
+# --- transcripts --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model call: the items added to the history before it, and what the model must emit.
+
+    ``new_items`` are OpenAI Responses items. From the second turn on they start with the items
+    the server stored from the previous completion (reasoning, function_call), followed by what
+    the client sends (a function_call_output). ``code_interpreter_call`` items stand for a
+    python tool round trip (the call and its output) and are rendered here (``python_messages``).
+    ``completion`` is harmony text: what follows the prompt's final ``<|start|>assistant``.
+    """
+
+    new_items: tuple[dict, ...]
+    completion: str
+
+
+@dataclass(frozen=True)
+class Transcript:
+    name: str
+    turns: tuple[Turn, ...]
+    tools: tuple[dict, ...] = ()  # OpenAI function tools, sent with every request
+    python_tool: bool = False  # declare harmony's built-in python tool in the system message
+
+    @property
+    def input(self) -> list[dict]:
+        """The first request's input items."""
+        return list(self.turns[0].new_items)
+
+
+def _user(text: str) -> dict:
+    return {"type": "message", "role": "user", "content": text}
+
+
+def _reasoning(text: str) -> dict:
+    return {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": text}]}
+
+
+WEATHER_TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "The current weather in a city.",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+}
+# The server makes up call ids; rendering ignores them, they only pair a call with its output.
+WEATHER_CALL_ID = "call_tiny_weather"
+
+TRANSCRIPTS: tuple[Transcript, ...] = (
+    Transcript(
+        name="capital",
+        turns=(
+            Turn(
+                new_items=(_user("What is the capital of France?"),),
+                completion="<|channel|>analysis<|message|>The user asks for the capital of France. It is Paris.<|end|>"
+                "<|start|>assistant<|channel|>final<|message|>The capital of France is Paris.<|return|>",
+            ),
+        ),
+    ),
+    Transcript(
+        name="python",
+        python_tool=True,
+        turns=(
+            Turn(
+                new_items=(_user("What is 123 * 456? Use python."),),
+                completion="<|channel|>analysis<|message|>I will compute it with python.<|end|>"
+                "<|start|>assistant to=python<|channel|>analysis code<|message|>print(123 * 456)<|call|>",
+            ),
+            Turn(
+                new_items=(
+                    _reasoning("I will compute it with python."),
+                    {
+                        "type": "code_interpreter_call",
+                        "code": "print(123 * 456)",
+                        "outputs": [{"type": "logs", "logs": "56088"}],
+                    },
+                ),
+                completion="<|channel|>final<|message|>123 * 456 = 56088.<|return|>",
+            ),
+        ),
+    ),
+    Transcript(
+        name="weather",
+        tools=(WEATHER_TOOL,),
+        turns=(
+            Turn(
+                new_items=(_user("What is the weather in Paris?"),),
+                completion="<|channel|>analysis<|message|>I need the weather tool.<|end|>"
+                "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+                '<|message|>{"city":"Paris"}<|call|>',
+            ),
+            Turn(
+                new_items=(
+                    _reasoning("I need the weather tool."),
+                    {
+                        "type": "function_call",
+                        "call_id": WEATHER_CALL_ID,
+                        "name": "get_weather",
+                        "arguments": '{"city":"Paris"}',
+                    },
+                    {"type": "function_call_output", "call_id": WEATHER_CALL_ID, "output": '{"sky":"clear"}'},
+                ),
+                completion="<|channel|>final<|message|>It is sunny in Paris.<|return|>",
+            ),
+        ),
+    ),
+)
+
+
+def transcript(name: str) -> Transcript:
+    return next(t for t in TRANSCRIPTS if t.name == name)
+
+
+def history_until(item: Transcript, turn_index: int) -> list[dict]:
+    """All items the model sees at ``turn_index`` (the previous_response_id chain plus the new input)."""
+    return [entry for turn in item.turns[: turn_index + 1] for entry in turn.new_items]
+
+
+def prompt_ids(item: Transcript, turn_index: int, conversation_date: str) -> list[int]:
+    """The prompt the server renders for this turn, ending with ``<|start|>assistant``."""
+    request = PromptRequest(
+        history=history_until(item, turn_index), tools=list(item.tools), conversation_date=conversation_date
+    )
+    if not item.python_tool:
+        return render_prompt(request)
+    return _render_with_python_tool(request)
+
+
+def completion_ids(turn: Turn) -> list[int]:
+    return get_encoding().encode(turn.completion, allowed_special="all")
+
+
+def _render_with_python_tool(request: PromptRequest) -> list[int]:
+    # The server's system and developer messages, with harmony's python tool added to the system
+    # message, then the history with python round trips rendered by harmony itself: the same
+    # messages a tool loop gets from parsing the model's output and appending the tool's.
+    messages = build_messages(replace(request, history=[]))
+    system = messages[0].content[0]
+    if not isinstance(system, SystemContent):
+        raise TypeError("the first message is not the system message")
+    messages[0] = Message.from_role_and_content(Role.SYSTEM, system.with_tools(ToolNamespaceConfig.python()))
+    messages.extend(_history_with_python(request.history))
+    conversation = Conversation.from_messages(messages)
+    return get_encoding().render_conversation_for_completion(conversation, Role.ASSISTANT)
+
+
+def _history_with_python(history: list[dict]) -> list[Message]:
+    messages: list[Message] = []
+    pending: list[dict] = []  # ordinary items, rendered together so that calls pair with outputs
+    for item in history:
+        if item.get("type") != "code_interpreter_call":
+            pending.append(item)
+            continue
+        messages.extend(history_messages(pending))
+        pending = []
+        messages.extend(python_messages(item))
+    messages.extend(history_messages(pending))
+    return messages
+
+
+def python_messages(item: dict) -> list[Message]:
+    """A python tool round trip as harmony messages: the assistant's code, then the tool's output."""
+    call = (
+        Message.from_role_and_content(Role.ASSISTANT, item["code"])
+        .with_channel("analysis")
+        .with_recipient("python")
+        .with_content_type("code")
+    )
+    logs = "".join(str(output.get("logs", "")) for output in item.get("outputs") or [])
+    result = (
+        Message.from_author_and_content(Author.new(Role.TOOL, "python"), logs)
+        .with_channel("analysis")
+        .with_recipient("assistant")
+    )
+    return [call, result]
+
+
+# --- training samples ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Sample:
+    name: str  # "<transcript>/<turn>"
+    prompt: list[int]
+    completion: list[int]
+
+
+@dataclass
+class SampleSet:
+    """Each (transcript, turn) rendered for several dates; all dates give prompts of one length."""
+
+    name: str
+    completion: list[int]
+    prompts: list[list[int]] = field(default_factory=list)
+
+
+def samples_for_date(conversation_date: str) -> list[Sample]:
+    return [
+        Sample(f"{item.name}/{index}", prompt_ids(item, index, conversation_date), completion_ids(turn))
+        for item in TRANSCRIPTS
+        for index, turn in enumerate(item.turns)
+    ]
+
+
+# Greedy decoding is verified on these, never trained on: today's date and a far-future one.
+FAR_FUTURE_DATE = "2999-12-31"
+
+
+def verification_dates() -> list[str]:
+    return [dt.date.today().isoformat(), FAR_FUTURE_DATE]
+
+
+def random_date(rng: random.Random, excluded: set[str]) -> str:
+    # Years 1970..2999 cover every year token a realistic date uses, so the model learns to ignore them all.
+    while True:
+        day = dt.date(1970, 1, 1) + dt.timedelta(days=rng.randrange((dt.date(2999, 12, 31) - dt.date(1970, 1, 1)).days))
+        if day.isoformat() not in excluded:
+            return day.isoformat()
+
+
+def training_batch(rng: random.Random, dates: int, excluded: set[str]) -> list[SampleSet]:
+    sets: dict[str, SampleSet] = {}
+    for _ in range(dates):
+        for sample in samples_for_date(random_date(rng, excluded)):
+            entry = sets.setdefault(sample.name, SampleSet(sample.name, sample.completion))
+            entry.prompts.append(sample.prompt)
+    for entry in sets.values():
+        # Batched without padding: the date always takes the same number of tokens.
+        if len({len(prompt) for prompt in entry.prompts}) != 1:
+            raise ValueError(f"{entry.name}: prompt length depends on the date")
+    return list(sets.values())
+
+
+# --- tokenizer and model ------------------------------------------------------------------------
+
+
+def special_tokens() -> list[str]:
+    return [NAMED_SPECIALS.get(i, f"<|reserved_{i}|>") for i in range(FIRST_SPECIAL_ID, VOCAB_SIZE)]
+
+
+def build_tokenizer(vocab_dir: Path | None = None) -> PreTrainedTokenizerFast:
+    """An HF fast tokenizer equal to harmony's o200k_harmony, built offline from the vocabulary file."""
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    folder = vocab_dir or vocabulary_dir()
+    verify_vocabulary(folder)
+    # The specials are contiguous and listed in id order, so each gets its harmony id.
+    converter = TikTokenConverter(
+        vocab_file=str(folder / VOCAB_FILE), pattern=O200K_PATTERN, extra_special_tokens=special_tokens()
+    )
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=converter.converted(),
+        bos_token=NAMED_SPECIALS[BOS_ID],
+        eos_token=NAMED_SPECIALS[RETURN_ID],
+        pad_token=NAMED_SPECIALS[PAD_ID],
+        model_max_length=MODEL_CONFIG["max_position_embeddings"],
+    )
+    for token_id, text in NAMED_SPECIALS.items():
+        if tokenizer.convert_tokens_to_ids(text) != token_id:
+            raise RuntimeError(f"tokenizer gives {text} id {tokenizer.convert_tokens_to_ids(text)}, not {token_id}")
+    return tokenizer
+
+
+def new_model() -> GptOssForCausalLM:
+    import torch
+    from transformers import GptOssConfig, GptOssForCausalLM
+
+    torch.manual_seed(SEED)
+    config = GptOssConfig(**MODEL_CONFIG)
+    # Eager attention: it implements gpt-oss's attention sinks and sliding window on CPU.
+    config._attn_implementation = "eager"
+    return GptOssForCausalLM(config).to(getattr(torch, SAVED_DTYPE))
+
+
+def save(model: GptOssForCausalLM, tokenizer: PreTrainedTokenizerFast, out: Path) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    model.generation_config.eos_token_id = [RETURN_ID, CALL_ID]
+    model.generation_config.pad_token_id = PAD_ID
+    model.generation_config.bos_token_id = BOS_ID
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
+
+
+def build_random_model(out: Path) -> Path:
+    """A seeded random gpt-oss with the tiny architecture, plus its tokenizer, saved into ``out``."""
+    return save(new_model(), build_tokenizer(), out)
+
+
+# --- training -----------------------------------------------------------------------------------
+
+
+class TrainingFailed(RuntimeError):
+    pass
+
+
+def build_trained_model(out: Path, recipe: TrainingRecipe = RECIPE, log: Callable[[str], None] = print) -> Path:
+    """Train the tiny model until greedy decoding reproduces every transcript, then save it into ``out``."""
+    import torch
+
+    tokenizer = build_tokenizer()  # first: fails fast on a missing vocabulary
+    model = new_model()
+    optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.learning_rate, weight_decay=0.0)
+    rng = random.Random(SEED)
+    excluded = set(verification_dates())
+    started = time.monotonic()
+    for round_index in range(recipe.max_rounds):
+        worst = 0.0
+        for _ in range(recipe.steps_per_round):
+            worst = train_step(model, optimizer, training_batch(rng, recipe.dates_per_step, excluded))
+        log(f"round {round_index + 1}: lowest completion-token probability {worst:.3f} ({time.monotonic() - started:.0f}s)")
+        if worst < recipe.min_token_probability:
+            continue
+        mismatches = greedy_mismatches(model, verification_dates())
+        if not mismatches:
+            return save(model, tokenizer, out)
+        log("greedy mismatches: " + "; ".join(mismatches))
+    raise TrainingFailed(f"the tiny model did not learn the transcripts in {recipe.max_rounds} rounds")
+
+
+def train_step(model: GptOssForCausalLM, optimizer: Any, batch: list[SampleSet]) -> float:
+    """One optimiser step over every sample set; returns the lowest completion-token probability seen."""
+    import torch
+
+    model.train()
+    optimizer.zero_grad()
+    lowest = 1.0
+    for entry in batch:
+        log_probs = completion_log_probs(model, entry)
+        loss = -log_probs.mean()
+        loss.backward()
+        lowest = min(lowest, float(log_probs.detach().min().exp()))
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    optimizer.step()
+    return lowest
+
+
+def completion_log_probs(model: GptOssForCausalLM, entry: SampleSet) -> Any:
+    """Log-probabilities of the completion tokens (teacher forced), one row per prompt."""
+    import torch
+
+    prompt_length, completion = len(entry.prompts[0]), entry.completion
+    ids = torch.tensor([prompt + completion for prompt in entry.prompts])
+    hidden = model.model(input_ids=ids[:, :-1]).last_hidden_state
+    # The loss covers the completion only, so only those positions go through the 201k-wide head.
+    logits = model.lm_head(hidden[:, prompt_length - 1 :])
+    targets = ids[:, prompt_length:]
+    return torch.log_softmax(logits.float(), dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+
+
+def greedy_mismatches(model: GptOssForCausalLM, dates: list[str]) -> list[str]:
+    """Describe each (sample, date) whose greedy completion differs from the transcript's."""
+    mismatches = []
+    for conversation_date in dates:
+        for sample in samples_for_date(conversation_date):
+            generated = greedy_completion(model, sample.prompt, max_new_tokens=len(sample.completion) + 8)
+            if generated != sample.completion:
+                text = get_encoding().decode(generated)
+                mismatches.append(f"{sample.name} on {conversation_date}: {text!r}")
+    return mismatches
+
+
+def greedy_completion(model: GptOssForCausalLM, prompt: list[int], max_new_tokens: int) -> list[int]:
+    """Greedy decoding in torch, up to and including ``<|return|>`` or ``<|call|>``."""
+    import torch
+
+    model.eval()
+    with torch.no_grad():
+        output = model.generate(
+            torch.tensor([prompt]),
+            attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
+            max_new_tokens=max_new_tokens,
+            do_sample=False,
+            eos_token_id=[RETURN_ID, CALL_ID],
+            pad_token_id=PAD_ID,
+        )
+    return output[0, len(prompt) :].tolist()
+
+
+# --- cache --------------------------------------------------------------------------------------
+
+Builder = Callable[[Path], Path]
+# Looked up at call time, so tests can swap a builder for a fake.
+BUILDERS: dict[str, Builder] = {"random": build_random_model, "trained": build_trained_model}
+# The rendered prompts are part of the fingerprint so that a harmony release that renders
+# differently rebuilds the trained model; this date is just a fixed one to render them with.
+FINGERPRINT_DATE = "2000-01-01"
+
+
+def fingerprint(kind: str) -> str:
+    """A short hash of everything a built model depends on."""
+    payload = {
+        "build_version": BUILD_VERSION,
+        "kind": kind,
+        "config": MODEL_CONFIG,
+        "dtype": SAVED_DTYPE,
+        "seed": SEED,
+        "vocabulary": VOCAB_SHA256,
+    }
+    if kind == "trained":
+        payload["recipe"] = asdict(RECIPE)
+        payload["transcripts"] = [asdict(item) for item in TRANSCRIPTS]
+        payload["prompts"] = [asdict(sample) for sample in samples_for_date(FINGERPRINT_DATE)]
+    digest = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return digest[:12]
+
+
+def model_dir(kind: str, cache_dir: Path) -> Path:
+    return cache_dir / f"{kind}-{fingerprint(kind)}"
+
+
+def ensure_model(kind: str, cache_dir: Path) -> Path:
+    """The folder of the ``kind`` model ("random" or "trained"), built into ``cache_dir`` if missing."""
+    if kind not in BUILDERS:
+        raise ValueError(f"unknown tiny model kind {kind!r}; use one of {', '.join(BUILDERS)}")
+    target = model_dir(kind, cache_dir)
+    if target.is_dir():
+        return target
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    # One builder at a time per model: a second process waits, then finds the finished folder.
+    with _file_lock(cache_dir / f".{target.name}.lock"):
+        if target.is_dir():
+            return target
+        staging = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=cache_dir))
+        try:
+            BUILDERS[kind](staging)
+            # Renaming within one filesystem is atomic: the folder exists complete or not at all.
+            staging.rename(target)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+@contextlib.contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    with path.open("w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)

@@ -1,0 +1,154 @@
+"""The vLLM engine: one ``AsyncLLM`` per model per worker process, fed by every response
+that the process runs, so that vLLM batches them continuously.
+
+Prompts go in as harmony token ids and tokens come back as per-step deltas; nothing is
+detokenized here (the harmony bridge parses token ids). vLLM is imported lazily: the web
+process and echo-only workers never load it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from .base import EngineChunk, EngineDead, SamplingParams
+
+log = logging.getLogger(__name__)
+ABORTED_HISTORY = 1000
+# Engine arguments this server always sets; a registry entry's "engine_args" may override.
+DEFAULT_ENGINE_ARGS: dict[str, Any] = {
+    "enable_prefix_caching": True,  # the turns of a tool loop share their prefix
+    "disable_log_stats": False,  # scheduler statistics feed /metrics and the inspect command
+}
+
+
+@dataclass
+class SchedulerSnapshot:
+    """vLLM's own scheduler statistics, as last reported by its engine core."""
+
+    running: int = 0
+    waiting: int = 0
+    max_running: int = 0
+    steps: int = 0
+    kv_cache_usage: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"running": self.running, "waiting": self.waiting, "max_running": self.max_running,
+                "steps": self.steps, "kv_cache_usage": self.kv_cache_usage}
+
+
+class VllmEngine:
+    def __init__(self, model_id: str, entry: dict[str, Any]) -> None:
+        self.model_id = model_id
+        self.entry = entry
+        self.scheduler = SchedulerSnapshot()
+        self._llm: Any = None
+        self._running: set[str] = set()
+        self._aborted: deque[str] = deque(maxlen=ABORTED_HISTORY)
+
+    # --- Engine protocol -----------------------------------------------------------------
+
+    async def start(self) -> None:
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        arguments = {**DEFAULT_ENGINE_ARGS, **self.entry.get("engine_args", {})}
+        arguments.update(model=self.entry["path"], max_model_len=self.entry["max_model_len"])
+        self._llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**arguments), stat_loggers=[self._stat_logger()])
+        config = self._llm.vllm_config.cache_config
+        log.info("vLLM engine for %s is up: %s KV cache blocks of %s tokens, prefix caching %s",
+                 self.model_id, config.num_gpu_blocks, config.block_size, config.enable_prefix_caching)
+
+    async def generate(
+        self, prompt_token_ids: list[int], params: SamplingParams, request_id: str
+    ) -> AsyncIterator[EngineChunk]:
+        from vllm.inputs import TokensPrompt
+        from vllm.v1.engine.exceptions import EngineDeadError
+
+        self._running.add(request_id)
+        first = True
+        try:
+            outputs = self._llm.generate(TokensPrompt(prompt_token_ids=prompt_token_ids),
+                                         self._sampling_params(params), request_id)
+            async for output in outputs:
+                token_ids = list(output.outputs[0].token_ids)
+                if token_ids or first:
+                    yield EngineChunk(token_ids=token_ids, cached_tokens=output.num_cached_tokens if first else None)
+                    first = False
+        except EngineDeadError as error:
+            raise EngineDead(str(error) or "vLLM's engine core died") from error
+        finally:
+            self._running.discard(request_id)
+
+    async def abort(self, request_id: str) -> None:
+        self._aborted.append(request_id)
+        if request_id in self._running:
+            await self._llm.abort(request_id)
+
+    async def shutdown(self) -> None:
+        if self._llm is not None:
+            self._llm.shutdown()
+
+    # --- introspection -------------------------------------------------------------------
+
+    def running_requests(self) -> set[str]:
+        return set(self._running)
+
+    def aborted_requests(self) -> list[str]:
+        return list(self._aborted)
+
+    def scheduler_stats(self) -> dict[str, Any]:
+        return self.scheduler.as_dict()
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _sampling_params(self, params: SamplingParams) -> Any:
+        from vllm import SamplingParams as VllmSamplingParams
+        from vllm.sampling_params import RequestOutputKind
+
+        options: dict[str, Any] = {
+            "max_tokens": params.max_tokens,
+            "stop_token_ids": list(params.stop_token_ids),
+            "detokenize": False,
+            "output_kind": RequestOutputKind.DELTA,
+            "skip_special_tokens": False,
+        }
+        if params.temperature is not None:
+            options["temperature"] = params.temperature
+        if params.top_p is not None:
+            options["top_p"] = params.top_p
+        if params.extra.get("seed") is not None:
+            options["seed"] = params.extra["seed"]
+        if params.extra.get("json_schema") is not None:
+            from vllm.sampling_params import StructuredOutputsParams
+
+            options["structured_outputs"] = StructuredOutputsParams(json=params.extra["json_schema"])
+        return VllmSamplingParams(**options)
+
+    def _stat_logger(self) -> type:
+        """A StatLoggerBase bound to this engine: vLLM calls record() once per engine step,
+        on the loop that runs the engine, with its scheduler's counts."""
+        from vllm.v1.metrics.loggers import StatLoggerBase
+
+        snapshot = self.scheduler
+
+        class SchedulerRecorder(StatLoggerBase):
+            def __init__(self, vllm_config: Any, engine_index: int = 0) -> None:
+                pass
+
+            def record(self, scheduler_stats: Any, iteration_stats: Any, *args: Any, **kwargs: Any) -> None:
+                if scheduler_stats is None:
+                    return
+                snapshot.running = scheduler_stats.num_running_reqs
+                snapshot.waiting = scheduler_stats.num_waiting_reqs
+                snapshot.max_running = max(snapshot.max_running, snapshot.running)
+                snapshot.kv_cache_usage = scheduler_stats.kv_cache_usage
+                snapshot.steps += 1
+
+            def log_engine_initialized(self) -> None:
+                pass
+
+        return SchedulerRecorder
