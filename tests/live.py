@@ -7,6 +7,7 @@ SIGKILL); ``ensure_running`` puts the stack back for the next test.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -51,12 +52,28 @@ def database_url(settings_dict: dict) -> str:
     return f"postgresql://{user}{password}@{host}{port}/{name}"
 
 
+def model_registry(tiny_models: dict[str, Path]) -> dict[str, dict]:
+    """echo, plus the tiny gpt-oss models served by real vLLM when they exist."""
+    registry: dict[str, dict] = {"echo": {"engine": "echo", "max_model_len": 131072}}
+    for model, path in tiny_models.items():
+        registry[model] = {
+            "engine": "vllm",
+            "path": str(path),
+            "max_model_len": 2048,
+            # A small fixed KV cache: on CPU, gpu_memory_utilization is a share of the RAM.
+            "engine_args": {"kv_cache_memory_bytes": 256 * 2**20, "enforce_eager": True, "dtype": "float32"},
+        }
+    return registry
+
+
 class LiveStack:
-    def __init__(self, db_url: str, redis_url: str) -> None:
+    def __init__(self, db_url: str, redis_url: str, tiny_models: dict[str, Path]) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.registry = model_registry(tiny_models)
         self.env = {**os.environ, **STACK_ENV, "DATABASE_URL": db_url, "REDIS_URL": redis_url,
-                    "CELERY_BROKER_URL": redis_url, "PYTHONUNBUFFERED": "1"}
+                    "CELERY_BROKER_URL": redis_url, "PYTHONUNBUFFERED": "1",
+                    "MODEL_REGISTRY": json.dumps(self.registry)}
         self.queue = f"test-{self.port}"
         self.processes: dict[str, subprocess.Popen] = {}
         LOG_DIR.mkdir(parents=True, exist_ok=True)
@@ -74,7 +91,15 @@ class LiveStack:
                        "--loglevel", "INFO", "--without-gossip", "--without-mingle"],
             "beat": [str(bin_dir / "celery"), "-A", "project", "beat", "--loglevel", "INFO", "--schedule",
                      str(LOG_DIR / f"beat-{self.port}")],
+            # The GPU-node worker: only the vLLM models' queues; it is ready once they are loaded.
+            "vllm-worker": [str(bin_dir / "celery"), "-A", "project", "worker", "--pool", "threads",
+                            "--concurrency", "16", "--queues", ",".join(self.vllm_queues()),
+                            "--hostname", f"vllm-worker-{self.port}@%h", "--loglevel", "INFO",
+                            "--without-gossip", "--without-mingle"],
         }
+
+    def vllm_queues(self) -> list[str]:
+        return [f"model.{model}" for model, entry in self.registry.items() if entry["engine"] == "vllm"]
 
     def start(self, name: str) -> None:
         log = open(LOG_DIR / f"{name}-{self.port}.log", "ab")  # noqa: SIM115 - owned by the process
@@ -82,8 +107,8 @@ class LiveStack:
                                                 stderr=subprocess.STDOUT, start_new_session=True)
         if name == "web":
             self.wait_for_web()
-        if name == "worker":
-            self.wait_for_worker()
+        if name in ("worker", "vllm-worker"):
+            self.wait_for_worker(name, timeout=300 if name == "vllm-worker" else 60)
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         process = self.processes.pop(name, None)
@@ -115,22 +140,28 @@ class LiveStack:
                 time.sleep(0.2)
         raise RuntimeError("daphne did not start; see " + str(LOG_DIR))
 
-    def wait_for_worker(self, timeout: float = 60) -> None:
+    def wait_for_worker(self, name: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.inspect("ping"):
+            if self.processes[name].poll() is not None:
+                raise RuntimeError(f"the {name} exited; see {LOG_DIR}")
+            if self.inspect("ping", name):
                 return
             time.sleep(0.5)
-        raise RuntimeError("the celery worker did not start; see " + str(LOG_DIR))
+        raise RuntimeError(f"the {name} did not start; see {LOG_DIR}")
 
     # --- inspection ----------------------------------------------------------------------------
 
-    def inspect(self, method: str) -> dict:
+    def inspect(self, method: str, worker: str = "worker") -> dict:
         from project.celery import app
 
         replies = app.control.broadcast(method, reply=True, timeout=2,
-                                        destination=[f"worker-{self.port}@{socket.gethostname()}"])
+                                        destination=[f"{worker}-{self.port}@{socket.gethostname()}"])
         return {name: body for reply in replies or [] for name, body in reply.items()}
+
+    def engine_report(self, model: str, worker: str = "vllm-worker") -> dict:
+        """What the worker's engine for ``model`` reports (running, aborted, scheduler)."""
+        return next(iter(self.inspect("engine_requests", worker).values()), {}).get(model, {})
 
     def engine_requests(self, model: str = "echo") -> dict[str, list[str]]:
         replies = self.inspect("engine_requests")

@@ -100,6 +100,16 @@ class EngineHost:
         """Run a coroutine on the engine loop and wait for its result."""
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=timeout)
 
+    def shutdown(self) -> None:
+        """Shut every engine down (worker shutdown)."""
+        with self._lock:
+            engines, self._engines = self._engines, {}
+        for model, engine in engines.items():
+            try:
+                self.call(engine.shutdown(), timeout=60)
+            except Exception:
+                log.exception("shutting down the engine for %s failed", model)
+
     def _discard(self, model: str, engine: Engine) -> None:
         """Forget a dead engine (once): the next request starts a new one."""
         with self._lock:

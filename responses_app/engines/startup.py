@@ -1,4 +1,5 @@
-"""Start a worker's engines before it takes tasks, so that readiness means "can generate".
+"""Start a worker's engines before it takes tasks, so that readiness means "can generate",
+and stop them when it stops.
 
 Celery sends ``worker_init`` before the consumer starts; loading the models of the queues
 this worker consumes there delays the worker's readiness until they are up. This needs
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import logging
 
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_shutdown
 from django.conf import settings
 
 from .host import engine_host
@@ -29,3 +30,9 @@ def start_engines(sender, **kwargs) -> None:
     host = engine_host()
     for model in models:
         host.engine(model)
+
+
+@worker_shutdown.connect
+def stop_engines(sender, **kwargs) -> None:
+    """Stop the engines with the worker: vLLM's engine-core processes would outlive it."""
+    engine_host().shutdown()

@@ -11,33 +11,46 @@ from __future__ import annotations
 import logging
 from collections import deque
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from .base import EngineChunk, EngineDead, SamplingParams
 
 log = logging.getLogger(__name__)
 ABORTED_HISTORY = 1000
+STEP_HISTORY = 2000
 # Engine arguments this server always sets; a registry entry's "engine_args" may override.
 DEFAULT_ENGINE_ARGS: dict[str, Any] = {
     "enable_prefix_caching": True,  # the turns of a tool loop share their prefix
     "disable_log_stats": False,  # scheduler statistics feed /metrics and the inspect command
+    # xgrammar, named explicitly: it is the compiler that the create path checks schemas
+    # with, and only an explicit backend honours disable_any_whitespace (without it a
+    # model can pad JSON with whitespace until max_tokens).
+    "structured_outputs_config": {"backend": "xgrammar", "disable_any_whitespace": True},
 }
 
 
 @dataclass
 class SchedulerSnapshot:
-    """vLLM's own scheduler statistics, as last reported by its engine core."""
+    """vLLM's own scheduler statistics, as last reported by its engine core, and the
+    number of running requests at each of the last STEP_HISTORY engine steps."""
 
     running: int = 0
     waiting: int = 0
     max_running: int = 0
     steps: int = 0
     kv_cache_usage: float = 0.0
+    history: deque = field(default_factory=lambda: deque(maxlen=STEP_HISTORY))
+
+    def observe(self, running: int, waiting: int, kv_cache_usage: float) -> None:
+        self.running, self.waiting, self.kv_cache_usage = running, waiting, kv_cache_usage
+        self.max_running = max(self.max_running, running)
+        self.steps += 1
+        self.history.append((self.steps, running))
 
     def as_dict(self) -> dict[str, Any]:
         return {"running": self.running, "waiting": self.waiting, "max_running": self.max_running,
-                "steps": self.steps, "kv_cache_usage": self.kv_cache_usage}
+                "steps": self.steps, "kv_cache_usage": self.kv_cache_usage, "history": list(self.history)}
 
 
 class VllmEngine:
@@ -52,11 +65,14 @@ class VllmEngine:
     # --- Engine protocol -----------------------------------------------------------------
 
     async def start(self) -> None:
+        from vllm.config import StructuredOutputsConfig
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
         arguments = {**DEFAULT_ENGINE_ARGS, **self.entry.get("engine_args", {})}
         arguments.update(model=self.entry["path"], max_model_len=self.entry["max_model_len"])
+        if isinstance(arguments.get("structured_outputs_config"), dict):  # as written in a JSON registry
+            arguments["structured_outputs_config"] = StructuredOutputsConfig(**arguments["structured_outputs_config"])
         self._llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**arguments), stat_loggers=[self._stat_logger()])
         config = self._llm.vllm_config.cache_config
         log.info("vLLM engine for %s is up: %s KV cache blocks of %s tokens, prefix caching %s",
@@ -122,10 +138,14 @@ class VllmEngine:
             options["top_p"] = params.top_p
         if params.extra.get("seed") is not None:
             options["seed"] = params.extra["seed"]
-        if params.extra.get("json_schema") is not None:
+        if params.extra.get("json_schema") is not None or params.extra.get("json_object"):
             from vllm.sampling_params import StructuredOutputsParams
 
-            options["structured_outputs"] = StructuredOutputsParams(json=params.extra["json_schema"])
+            options["structured_outputs"] = (
+                StructuredOutputsParams(json=params.extra["json_schema"])
+                if params.extra.get("json_schema") is not None
+                else StructuredOutputsParams(json_object=True)
+            )
         return VllmSamplingParams(**options)
 
     def _stat_logger(self) -> type:
@@ -140,13 +160,9 @@ class VllmEngine:
                 pass
 
             def record(self, scheduler_stats: Any, iteration_stats: Any, *args: Any, **kwargs: Any) -> None:
-                if scheduler_stats is None:
-                    return
-                snapshot.running = scheduler_stats.num_running_reqs
-                snapshot.waiting = scheduler_stats.num_waiting_reqs
-                snapshot.max_running = max(snapshot.max_running, snapshot.running)
-                snapshot.kv_cache_usage = scheduler_stats.kv_cache_usage
-                snapshot.steps += 1
+                if scheduler_stats is not None:
+                    snapshot.observe(scheduler_stats.num_running_reqs, scheduler_stats.num_waiting_reqs,
+                                     scheduler_stats.kv_cache_usage)
 
             def log_engine_initialized(self) -> None:
                 pass

@@ -37,6 +37,7 @@ class MessageStarted:
     kind: MessageKind
     recipient: str | None
     name: str | None  # function name without "functions." (function_call only)
+    channel: str | None = None
 
 
 @dataclass(frozen=True)
@@ -175,7 +176,7 @@ class OutputParser:
             # The header tokens belong to the analysis message too.
             self.reasoning_tokens += self._message_tokens
             self._in_analysis = True
-        self._current = MessageStarted(kind=kind, recipient=recipient, name=name)
+        self._current = MessageStarted(kind=kind, recipient=recipient, name=name, channel=channel)
         self._emitted = []
         return self._current
 

