@@ -24,7 +24,7 @@ ITEM_ID_PREFIX = {"reasoning": "rs", "message": "msg", "function_call": "fc"}
 
 def build_event(event_class: type[BaseModel], **fields: Any) -> dict[str, Any]:
     """An event validated against the SDK's type and dumped as it goes on the wire."""
-    return event_class.model_validate(fields).model_dump(mode="json", exclude_unset=True)
+    return event_class.model_validate(fields).model_dump(mode="json", exclude_unset=True, by_alias=True)
 
 
 class EventBuilder:

@@ -54,7 +54,7 @@ def response_object(
         "user": request.get("user"),
         "metadata": request.get("metadata", {}),
     }
-    rendered = ResponseObject.model_validate(data).model_dump(mode="json", exclude_unset=True)
+    rendered = ResponseObject.model_validate(data).model_dump(mode="json", exclude_unset=True, by_alias=True)
     # The SDK types timestamps as float; OpenAI sends integral seconds, and so do we.
     for name in ("created_at", "completed_at"):
         if rendered.get(name) is not None:
@@ -64,4 +64,4 @@ def response_object(
 
 def item_object(item: dict[str, Any]) -> dict[str, Any]:
     """An output or input item checked against the SDK's item union."""
-    return _ITEM_ADAPTER.validate_python(item).model_dump(mode="json", exclude_unset=True)
+    return _ITEM_ADAPTER.validate_python(item).model_dump(mode="json", exclude_unset=True, by_alias=True)

@@ -29,7 +29,8 @@ MessageKind = Literal["reasoning", "message", "function_call", "tool_call"]
 
 FUNCTION_PREFIX = "functions."
 # A model that never finishes a header would otherwise stream nothing until max_tokens.
-MAX_HEADER_TOKENS = 256
+# Real headers (role, channel, recipient, content type) take a few dozen tokens.
+MAX_HEADER_TOKENS = 1024
 
 
 @dataclass(frozen=True)
