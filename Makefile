@@ -124,6 +124,8 @@ test: setup
 		if [ $$rc -eq 5 ]; then echo "test: pytest ($$label) collected no tests; not counted as a failure"; rc=0; fi
 		return $$rc
 	}
+	echo "== tiny gpt-oss models (built from code once, cached in .cache/models)"
+	python manage.py build_tiny_models --kind all 9>&- || failed="$$failed tiny-models"
 	echo "== ruff check ."
 	ruff check . 9>&- || failed="$$failed ruff"
 	echo "== pytest on PostgreSQL ($$DATABASE_URL)"
