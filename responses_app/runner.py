@@ -256,6 +256,18 @@ class Generation:
     def _engine_call(self, prompt: list[int], params: SamplingParams, request_id: str, stop_at_final: bool) -> bool:
         """Stream one engine request; True if it was stopped where a final message began."""
         self.usage.input_tokens += len(prompt)
+        produced = len(self.tokens)
+        try:
+            return self._stream(prompt, params, request_id, stop_at_final)
+        except EngineDead:
+            if len(self.tokens) > produced:
+                raise
+            # The engine died before this request produced anything (it was submitted in
+            # the moment between the death and its discovery): the host has a new engine.
+            log.warning("%s: engine died before the first token; retrying on a new engine", request_id)
+            return self._stream(prompt, params, f"{request_id}:retry", stop_at_final)
+
+    def _stream(self, prompt: list[int], params: SamplingParams, request_id: str, stop_at_final: bool) -> bool:
         stream = engine_host().stream(self.response.model, prompt, params, request_id=request_id)
         with closing(stream):  # leaving early aborts the engine request
             for chunk in stream:

@@ -116,9 +116,12 @@ class LiveStack:
             return
         try:
             os.killpg(process.pid, sig)
+            process.wait(timeout=30)
         except ProcessLookupError:
             pass
-        process.wait(timeout=30)
+        except subprocess.TimeoutExpired:  # a worker still stopping its engines
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
 
     def ensure_running(self) -> None:
         for name in ("web", "worker", "beat"):

@@ -50,3 +50,6 @@ class Engine(Protocol):
 
     async def shutdown(self) -> None:
         """Release the engine's resources (called when it died or the worker stops)."""
+
+    def is_dead(self) -> bool:
+        """True once the engine can no longer generate."""

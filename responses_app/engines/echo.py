@@ -71,6 +71,9 @@ class EchoEngine:
     async def shutdown(self) -> None:
         """Nothing to release."""
 
+    def is_dead(self) -> bool:
+        return False  # a simulated death (echo_die_after_tokens) only fails one request
+
     # --- introspection for tests --------------------------------------------------------
 
     def running_requests(self) -> set[str]:

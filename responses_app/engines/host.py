@@ -35,6 +35,10 @@ class EngineHost:
 
     def engine(self, model: str) -> Engine:
         """The model's engine, started on first use (or again after it died)."""
+        engine = self._engines.get(model)
+        if engine is not None and engine.is_dead():
+            # Died between requests (its process was killed, say): replace it before use.
+            self._discard(model, engine)
         with self._lock:
             if model not in self._engines:
                 started = time.monotonic()
@@ -117,10 +121,11 @@ class EngineHost:
                 return
             del self._engines[model]
         log.error("engine for %s died; a new one starts with the next request", model)
-        try:
-            self.call(engine.shutdown(), timeout=60)
-        except Exception:
-            log.exception("shutting down the dead engine for %s failed", model)
+        # Released in the background: vLLM's shutdown waits for its processes, and the task
+        # thread that found the death must go on renewing its lease and failing its response.
+        cleanup = asyncio.run_coroutine_threadsafe(engine.shutdown(), self._loop)
+        cleanup.add_done_callback(lambda done: done.exception() and log.error(
+            "shutting down the dead engine for %s failed: %s", model, done.exception()))
 
 
 def create_engine(model: str) -> Engine:

@@ -108,6 +108,9 @@ class VllmEngine:
         if self._llm is not None:
             self._llm.shutdown()
 
+    def is_dead(self) -> bool:
+        return self._llm is not None and self._llm.errored
+
     # --- introspection -------------------------------------------------------------------
 
     def running_requests(self) -> set[str]:

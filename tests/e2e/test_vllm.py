@@ -10,6 +10,7 @@ import threading
 import uuid
 
 import jsonschema
+import psutil
 import pytest
 
 from tests.e2e.helpers import TERMINAL_EVENTS, assert_dense, events_of, wait_for_status, wait_until
@@ -166,6 +167,29 @@ def test_a_prompt_longer_than_max_model_len_is_a_400_at_create_time(alice, vllm_
     with pytest.raises(Exception) as refused:
         alice.responses.create(model="tiny-random", input="word " * 2100)
     assert getattr(refused.value, "status_code", None) == 400 and "context length" in str(refused.value)
+
+
+def test_a_dead_vllm_engine_fails_its_response_clearly_and_a_new_engine_serves_the_next(alice, vllm_stack):
+    stream = alice.responses.create(model="tiny-random", input="Hello there", background=True, stream=True,
+                                    max_output_tokens=1500, **GREEDY)
+    events = []
+    for event in stream:
+        events.append(event.to_dict())
+        if event.type == "response.in_progress":
+            wait_until(lambda: vllm_stack.engine_report("tiny-random").get("running"), timeout=10, interval=0.05)
+            worker = psutil.Process(vllm_stack.processes["vllm-worker"].pid)
+            cores = [child for child in worker.children(recursive=True) if "EngineCore" in " ".join(child.cmdline())]
+            assert len(cores) == 2  # one per model
+            for core in cores:
+                core.kill()
+    failed = events[-1]["response"]
+    assert failed["status"] == "failed"
+    assert "engine stopped while generating" in failed["error"]["message"]
+    # The worker replaces its dead engines, and the next responses are served again.
+    assert alice.responses.create(model="tiny-random", input="again", max_output_tokens=8,
+                                  **GREEDY).status == "incomplete"
+    assert alice.responses.create(model="tiny-trained", input=CAPITAL.input,
+                                  **GREEDY).output_text == final_text(CAPITAL.turns[0].completion)
 
 
 def test_a_worker_killed_while_vllm_generates_ends_the_response_and_its_stream(alice, vllm_stack):

@@ -1,0 +1,1 @@
+"""Benchmarks: run them as scripts (``.venv/bin/python bench/<name>.py``); they set up what they need."""

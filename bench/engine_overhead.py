@@ -1,0 +1,472 @@
+"""What the whole stack costs on top of vLLM: tokens/s and time to first event, side by side.
+
+Phase 1 runs the tiny random gpt-oss on a bare AsyncLLM in this process; phase 2 sends the
+same load through the whole stack (HTTP create -> Celery -> vLLM -> events in PostgreSQL
+-> SSE -> the openai SDK). Each phase runs 1, 8 and 32 concurrent responses of exactly N
+tokens: the random model never finishes its first harmony header, so greedy decoding with
+``max_output_tokens=N`` always runs N tokens and ends ``incomplete``.
+
+    .venv/bin/python bench/engine_overhead.py [--tokens 512] [--levels 1,8,32]
+
+It starts its own PostgreSQL and Redis (scripts/test-services.sh in .run/bench, so a
+concurrent ``make test`` in .run/test is left alone) and stops everything it started, also
+on Ctrl-C. Speeds are printed, never asserted: the machine is shared and noisy. The last
+line is ``stack/raw tokens/s at 32 concurrent: <ratio>`` (the target is >= 0.9).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime as dt
+import gc
+import logging
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+# Run as a script, only bench/ would be on sys.path; the project and tests.live live at the root.
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+MODEL = "tiny-random"
+SERVICES_DIR = ROOT / ".run" / "bench"
+SERVICES_SCRIPT = ROOT / "scripts" / "test-services.sh"
+# Production settings, not the live tests' short leases: the bench measures what a deployment pays.
+TEST_ONLY_ENV = ("RESPONSE_LEASE_TTL_S", "RESPONSE_LEASE_RENEW_S", "REAPER_INTERVAL_S", "PURGE_INTERVAL_S",
+                 "UNSTORED_RETENTION_S", "SSE_KEEPALIVE_S", "ECHO_TOKEN_DELAY_MS")
+TERMINAL_TYPES = ("response.completed", "response.incomplete", "response.failed", "response.cancelled")
+
+
+# --- results ---------------------------------------------------------------------------------
+
+
+@dataclass
+class RequestResult:
+    tokens: int
+    submitted: float
+    end: float
+    first: float | None  # raw: first token; stack: first SSE event (response.created)
+    in_progress: float | None = None  # stack only: response.in_progress (a worker claimed it)
+    outcome: str = ""  # raw: finish_reason; stack: status/incomplete reason
+
+    def since_submit(self, moment: float | None) -> float:
+        return float("nan") if moment is None else moment - self.submitted
+
+
+@dataclass
+class LevelResult:
+    concurrency: int
+    requests: list[RequestResult]
+    max_running: int = 0  # the most requests vLLM's scheduler ran in one step during this level
+    steps: int = 0  # engine steps during this level
+    prompt_tokens: list[int] = field(default_factory=list)
+
+    @property
+    def tokens(self) -> int:
+        return sum(r.tokens for r in self.requests)
+
+    @property
+    def wall(self) -> float:
+        # From the first submit to the last completion: the load as a client sees it.
+        return max(r.end for r in self.requests) - min(r.submitted for r in self.requests)
+
+    @property
+    def tokens_per_s(self) -> float:
+        return self.tokens / self.wall
+
+    def first(self, attribute: str = "first") -> tuple[float, float]:
+        delays = [r.since_submit(getattr(r, attribute)) for r in self.requests]
+        return statistics.median(delays), max(delays)
+
+    def outcomes(self) -> str:
+        counts: dict[str, int] = {}
+        for r in self.requests:
+            counts[r.outcome] = counts.get(r.outcome, 0) + 1
+        return ", ".join(f"{n}x {name}" for name, n in sorted(counts.items()))
+
+
+def texts(concurrency: int, kind: str = "load") -> list[str]:
+    """Distinct inputs per request and level, the same in both phases: identical prompts would
+    hit vLLM's prefix cache in one phase and not the other."""
+    return [f"Benchmark {kind} {concurrency}-{i}: describe the number {i * 7919 % 1000} in a few words."
+            for i in range(concurrency)]
+
+
+def steps_since(history: list, steps_before: int) -> tuple[int, int]:
+    """(max running, steps) over the scheduler history entries (step, running) after steps_before."""
+    recent = [running for step, running in history if step > steps_before]
+    return (max(recent) if recent else 0), len(recent)
+
+
+def describe(phase: str, level: LevelResult, n: int) -> str:
+    wrong = [r for r in level.requests if r.tokens != n]
+    line = (f"  {phase:5} x{level.concurrency:<3} {level.tokens:6d} tokens in {level.wall:6.2f} s = "
+            f"{level.tokens_per_s:7.1f} tokens/s | engine: max {level.max_running} running, {level.steps} steps | "
+            f"{level.outcomes()}")
+    if wrong:
+        line += f" | WARNING: {len(wrong)} responses did not run exactly {n} tokens"
+    return line
+
+
+# --- phase 1: raw AsyncLLM -----------------------------------------------------------------------
+
+
+async def raw_phase(entry: dict[str, Any], prompts: dict[str, list[int]], levels: list[int], n: int
+                    ) -> list[LevelResult]:
+    from vllm.inputs import TokensPrompt
+
+    from responses_app.engines.base import SamplingParams
+    from responses_app.engines.vllm_engine import VllmEngine
+    from responses_app.harmony.encoding import stop_token_ids
+
+    # The server's own engine wrapper builds the AsyncLLM (DEFAULT_ENGINE_ARGS + the registry's
+    # engine_args, its scheduler-statistics logger) and the vLLM SamplingParams, so both phases run
+    # the same engine and sampling; the requests below then go to AsyncLLM.generate directly.
+    engine = VllmEngine(MODEL, entry)
+    started = time.perf_counter()
+    await engine.start()
+    print(f"  AsyncLLM up in {time.perf_counter() - started:.1f} s", flush=True)
+
+    def params(tokens: int) -> Any:
+        # What runner.Generation sends for {max_output_tokens, temperature: 0}.
+        return engine._sampling_params(SamplingParams(max_tokens=tokens, temperature=0.0,
+                                                      stop_token_ids=stop_token_ids()))
+
+    async def one(text: str, tokens: int, request_id: str) -> RequestResult:
+        submitted = time.perf_counter()
+        first = None
+        count = 0
+        finish = ""
+        outputs = engine._llm.generate(TokensPrompt(prompt_token_ids=prompts[text]), params(tokens), request_id)
+        async for output in outputs:
+            completion = output.outputs[0]
+            if completion.token_ids and first is None:
+                first = time.perf_counter()
+            count += len(completion.token_ids)
+            finish = completion.finish_reason or finish
+        return RequestResult(tokens=count, submitted=submitted, end=time.perf_counter(), first=first, outcome=finish)
+
+    async def load(batch: list[str], tokens: int, tag: str) -> LevelResult:
+        steps_before = engine.scheduler.steps
+        requests = await asyncio.gather(*(one(text, tokens, f"{tag}-{i}") for i, text in enumerate(batch)))
+        max_running, steps = steps_since(list(engine.scheduler.history), steps_before)
+        return LevelResult(len(batch), list(requests), max_running, steps, [len(prompts[t]) for t in batch])
+
+    try:
+        # Warm-up at the highest concurrency, short: first-step costs (allocations, kernels) stay out.
+        await load(texts(max(levels), "warmup"), 16, "warmup")
+        results = []
+        for level in levels:
+            result = await load(texts(level), n, f"raw-{level}")
+            print(describe("raw", result, n), flush=True)
+            results.append(result)
+        return results
+    finally:
+        await engine.shutdown()
+        # Drop the AsyncLLM while the interpreter is intact (its __del__ complains at exit otherwise).
+        engine._llm = None
+        gc.collect()
+
+
+# --- phase 2: the whole stack ----------------------------------------------------------------------
+
+
+def make_stack_class() -> type:
+    from tests.live import LiveStack
+
+    class BenchStack(LiveStack):
+        """LiveStack with a deployment's settings: the Procfile's worker concurrency (the live
+        tests' 16 task threads would cap 32 concurrent responses at 16 in the engine) and the
+        default lease/flush timings instead of the tests' short ones."""
+
+        def __init__(self, db_url: str, redis_url: str, models: dict[str, Path], worker_concurrency: int,
+                     base_env: dict[str, str]) -> None:
+            super().__init__(db_url, redis_url, models)
+            self.worker_concurrency = worker_concurrency
+            # The caller's environment as it was before the bench changed its own logging.
+            for name in (*TEST_ONLY_ENV, "VLLM_LOGGING_LEVEL"):
+                if name in base_env:
+                    self.env[name] = base_env[name]
+                else:
+                    self.env.pop(name, None)
+
+        def commands(self) -> dict[str, list[str]]:
+            commands = super().commands()
+            for name in ("worker", "vllm-worker"):
+                argv = commands[name]
+                argv[argv.index("--concurrency") + 1] = str(self.worker_concurrency)
+            return commands
+
+        def stop(self) -> None:
+            # SIGTERM lets the vllm-worker shut its engine down; the process group (engine core
+            # included) is killed if that takes too long, e.g. after Ctrl-C mid-load.
+            for name in list(self.processes):
+                process = self.processes.pop(name)
+                kill_group(process, signal.SIGTERM)
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    pass
+                kill_group(process, signal.SIGKILL)
+                process.wait(timeout=10)
+
+    return BenchStack
+
+
+def kill_group(process: subprocess.Popen, sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def scheduler_stats(stack: Any) -> dict[str, Any]:
+    """The vllm-worker engine's scheduler snapshot (VllmEngine.scheduler_stats), via Celery inspect."""
+    return stack.engine_report(MODEL).get("scheduler") or {}
+
+
+def stack_phase(stack: Any, api_key: str, prompts: dict[str, list[int]], levels: list[int], n: int
+                ) -> list[LevelResult]:
+    import openai
+
+    client = openai.OpenAI(base_url=stack.base_url, api_key=api_key, max_retries=0, timeout=600)
+
+    def one(text: str, tokens: int, go: threading.Event, results: list[RequestResult | BaseException],
+            index: int) -> None:
+        go.wait()
+        submitted = time.perf_counter()
+        first = in_progress = None
+        final: Any = None
+        try:
+            stream = client.responses.create(model=MODEL, input=text, stream=True, max_output_tokens=tokens,
+                                             temperature=0)
+            with stream:
+                for event in stream:  # every event, to the end, as a client would
+                    now = time.perf_counter()
+                    if first is None:
+                        first = now
+                    if event.type == "response.in_progress" and in_progress is None:
+                        in_progress = now
+                    if event.type in TERMINAL_TYPES:
+                        final = event.response
+            end = time.perf_counter()
+        except BaseException as error:  # reported by the main thread
+            results[index] = error
+            return
+        usage = final.usage if final is not None else None
+        outcome = "no terminal event" if final is None else final.status
+        if final is not None and final.incomplete_details is not None:
+            outcome += f" ({final.incomplete_details.reason})"
+        results[index] = RequestResult(tokens=usage.output_tokens if usage else 0, submitted=submitted, end=end,
+                                       first=first, in_progress=in_progress, outcome=outcome)
+        if usage is not None and usage.input_tokens != len(prompts[text]):
+            print(f"  WARNING: the stack's prompt has {usage.input_tokens} tokens, the raw one "
+                  f"{len(prompts[text])}", flush=True)
+
+    def load(batch: list[str], tokens: int) -> LevelResult:
+        steps_before = scheduler_stats(stack).get("steps", 0)
+        go = threading.Event()
+        results: list[Any] = [None] * len(batch)
+        # One thread per response, all released at once: the SDK client is synchronous.
+        threads = [threading.Thread(target=one, args=(text, tokens, go, results, i), daemon=True)
+                   for i, text in enumerate(batch)]
+        for thread in threads:
+            thread.start()
+        go.set()
+        for thread in threads:
+            thread.join()
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise RuntimeError(f"{len(errors)} of {len(batch)} streams failed") from errors[0]
+        max_running, steps = steps_since(scheduler_stats(stack).get("history", []), steps_before)
+        return LevelResult(len(batch), results, max_running, steps, [len(prompts[t]) for t in batch])
+
+    load(texts(max(levels), "warmup"), 16)  # task threads' DB connections, the SDK's connection pool
+    results = []
+    for level in levels:
+        result = load(texts(level), n)
+        print(describe("stack", result, n), flush=True)
+        results.append(result)
+    return results
+
+
+# --- services --------------------------------------------------------------------------------------
+
+
+def services(command: str, pg_port: int | None = None, redis_port: int | None = None) -> str:
+    env = {**os.environ, "TEST_SERVICES_DIR": str(SERVICES_DIR)}
+    if pg_port is not None:
+        # Random free ports: the script's default (first free from 55432) could race a `make test`.
+        env.update(TEST_PG_PORT=str(pg_port), TEST_REDIS_PORT=str(redis_port))
+    done = subprocess.run(["bash", str(SERVICES_SCRIPT), command], env=env, cwd=ROOT, capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"test-services.sh {command} failed:\n{done.stderr}")
+    return done.stdout
+
+
+def service_urls(env_lines: str) -> dict[str, str]:
+    urls = {}
+    for line in env_lines.splitlines():
+        name, _, value = line.removeprefix("export ").partition("=")
+        urls[name] = value
+    return urls
+
+
+def kill_descendants() -> None:
+    """The safety net: whatever this process started and is still alive (engine cores, vLLM's
+    resource tracker, stack processes after an interrupted stop)."""
+    import psutil
+
+    children = psutil.Process().children(recursive=True)
+    for child in children:
+        try:
+            child.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(children, timeout=10)
+
+
+# --- report ------------------------------------------------------------------------------------------
+
+
+def pair(values: tuple[float, float]) -> str:
+    return f"{values[0]:.3f} / {values[1]:.3f}"
+
+
+def report(raw: list[LevelResult], stack: list[LevelResult], n: int, args: argparse.Namespace) -> float | None:
+    import psutil
+
+    print()
+    print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), "
+          f"{psutil.virtual_memory().total / 2**30:.0f} GiB RAM; model {MODEL}; N = {n} tokens per response; "
+          f"vllm-worker --concurrency {args.worker_concurrency}")
+    print("tokens/s: all generated tokens / (last completion - first submit).")
+    print("first event, raw: time to the first token. stack: time from create() to response.created (the first "
+          "SSE event) | to response.in_progress (a worker claimed it). Median / max over the concurrent responses, "
+          "in seconds.")
+    header = (f"{'conc':>4} | {'raw tok/s':>9} | {'stack tok/s':>11} | {'stack/raw':>9} | {'raw 1st token':>15} | "
+              f"{'stack created':>15} | {'stack in_progress':>17} | {'engine max running raw/stack':>28}")
+    print(header)
+    print("-" * len(header))
+    ratio_at_top = None
+    for r, s in zip(raw, stack, strict=True):
+        ratio = s.tokens_per_s / r.tokens_per_s
+        if r.concurrency == 32:
+            ratio_at_top = ratio
+        print(f"{r.concurrency:>4} | {r.tokens_per_s:>9.1f} | {s.tokens_per_s:>11.1f} | {ratio:>9.2f} | "
+              f"{pair(r.first()):>15} | {pair(s.first()):>15} | {pair(s.first('in_progress')):>17} | "
+              f"{f'{r.max_running} / {s.max_running}':>28}")
+    return ratio_at_top
+
+
+# --- main --------------------------------------------------------------------------------------------
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    # 512: long enough that the 1-concurrent run lasts seconds, short enough for a few minutes in all.
+    parser.add_argument("--tokens", type=int, default=512, help="tokens per response (N)")
+    parser.add_argument("--levels", default="1,8,32", help="concurrency levels, comma-separated")
+    parser.add_argument("--worker-concurrency", type=int, default=64,
+                        help="the vllm-worker's Celery threads (the Procfile's default is 64)")
+    return parser.parse_args()
+
+
+def interrupt(signum: int, frame: Any) -> None:
+    """SIGTERM ends the run like Ctrl-C: through the finally blocks that stop what was started."""
+    raise KeyboardInterrupt
+
+
+def main() -> float | None:
+    args = parse_args()
+    levels = [int(level) for level in args.levels.split(",")]
+    n = args.tokens
+    if 32 not in levels:
+        print("note: 32 is not among the levels; the last line reports nothing", flush=True)
+
+    signal.signal(signal.SIGTERM, interrupt)
+    base_env = dict(os.environ)
+    from tests.live import free_port
+
+    stack = None
+    raw: list[LevelResult] = []
+    staged: list[LevelResult] = []
+    try:
+        print(f"services: PostgreSQL + Redis in {SERVICES_DIR.relative_to(ROOT)}", flush=True)
+        services("start", free_port(), free_port())
+        urls = service_urls(services("env"))
+        # Before django.setup(): settings (and Celery's broker, used to inspect the workers) read them.
+        os.environ.update(DATABASE_URL=urls["DATABASE_URL"], REDIS_URL=urls["REDIS_URL"],
+                          CELERY_BROKER_URL=urls["REDIS_URL"])
+        os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
+        # The bench's own engine logs only warnings: its output is the report. The stack logs as deployed.
+        os.environ.setdefault("VLLM_LOGGING_LEVEL", "WARNING")
+
+        import django
+
+        django.setup()
+        # Settings log INFO to the console; the SDK's per-request lines would bury the report.
+        for name in ("httpx", "httpx2", "openai"):
+            logging.getLogger(name).setLevel(logging.WARNING)
+        from django.conf import settings
+
+        from responses_app.engines.tiny_models import ensure_model
+        from responses_app.harmony.prompt import PromptRequest, render_prompt
+        from tests.live import model_registry
+
+        path = ensure_model("random", settings.BASE_DIR / ".cache" / "models")
+        registry = model_registry({MODEL: path})
+        # The stack renders the prompt with the response's creation date (UTC); so does the bench.
+        today = dt.datetime.now(dt.UTC).date().isoformat()
+        all_texts = [t for level in levels for t in texts(level)] + texts(max(levels), "warmup")
+        prompts = {text: render_prompt(PromptRequest(
+            history=[{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}],
+            conversation_date=today)) for text in all_texts}
+        lengths = sorted(len(p) for p in prompts.values())
+        print(f"prompts: {lengths[0]}-{lengths[-1]} tokens; N = {n}; levels {levels}", flush=True)
+
+        print("phase 1: raw AsyncLLM in this process", flush=True)
+        raw = asyncio.run(raw_phase(registry[MODEL], prompts, levels, n))
+
+        print("phase 2: the whole stack (Daphne, Celery worker + beat, vllm-worker, PostgreSQL, Redis)", flush=True)
+        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True,
+                       env={**os.environ})
+        from responses_app.auth import create_api_key
+
+        api_key = create_api_key("bench")[1]
+        stack = make_stack_class()(urls["DATABASE_URL"], urls["REDIS_URL"], {MODEL: path},
+                                   args.worker_concurrency, base_env)
+        started = time.perf_counter()
+        for name in ("web", "worker", "beat", "vllm-worker"):
+            stack.start(name)
+        print(f"  stack up in {time.perf_counter() - started:.1f} s (logs: test-artifacts/live/*-{stack.port}.log)",
+              flush=True)
+        staged = stack_phase(stack, api_key, prompts, levels, n)
+    finally:
+        # Everything stops before the report, so that the ratio really is the last line.
+        if stack is not None:
+            stack.stop()
+        try:
+            services("stop")
+        finally:
+            kill_descendants()
+    return report(raw, staged, n, args)
+
+
+if __name__ == "__main__":  # required: vLLM starts its engine core with multiprocessing "spawn"
+    ratio = main()
+    print(f"stack/raw tokens/s at 32 concurrent: {'n/a' if ratio is None else f'{ratio:.2f}'}", flush=True)
+    # AsyncLLM leaves objects whose finalizers print tracebacks at interpreter exit; nothing is
+    # left to clean up here, and the line above must stay the last one.
+    sys.stdout.flush()
+    os._exit(0)
