@@ -69,6 +69,7 @@ class LevelResult:
     max_running: int = 0  # the most requests vLLM's scheduler ran in one step during this level
     steps: int = 0  # engine steps during this level
     prompt_tokens: list[int] = field(default_factory=list)
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds per component during this level
 
     @property
     def tokens(self) -> int:
@@ -94,11 +95,22 @@ class LevelResult:
         return ", ".join(f"{n}x {name}" for name, n in sorted(counts.items()))
 
 
-def texts(concurrency: int, kind: str = "load") -> list[str]:
-    """Distinct inputs per request and level, the same in both phases: identical prompts would
-    hit vLLM's prefix cache in one phase and not the other."""
-    return [f"Benchmark {kind} {concurrency}-{i}: describe the number {i * 7919 % 1000} in a few words."
-            for i in range(concurrency)]
+def texts(count: int, kind: str = "load") -> list[str]:
+    """Distinct inputs, the same in both phases: identical prompts would hit vLLM's prefix cache
+    in one phase and not the other."""
+    return [f"Benchmark {kind} {i}: describe the number {i * 7919 % 1000} in a few words." for i in range(count)]
+
+
+def plan_levels(valid: list[str], levels: list[int]) -> dict[int, list[str]]:
+    """Each level gets texts of its own (no prompt is repeated across levels)."""
+    if len(valid) < sum(levels):
+        raise RuntimeError(f"only {len(valid)} candidate inputs keep the random model inside its first header "
+                           f"for N tokens; {sum(levels)} are needed (try a smaller --tokens)")
+    plan, start = {}, 0
+    for level in levels:
+        plan[level] = valid[start:start + level]
+        start += level
+    return plan
 
 
 def steps_since(history: list, steps_before: int) -> tuple[int, int]:
@@ -107,21 +119,65 @@ def steps_since(history: list, steps_before: int) -> tuple[int, int]:
     return (max(recent) if recent else 0), len(recent)
 
 
+# A component whose CPU time is counted: (label, pid, "self" | "children" | "tree").
+CpuSpec = list[tuple[str, int, str]]
+
+
+def cpu_seconds(spec: CpuSpec) -> dict[str, float]:
+    """User + system CPU seconds so far of each component (processes that exited are not counted)."""
+    import psutil
+
+    totals: dict[str, float] = {}
+    for label, pid, mode in spec:
+        try:
+            root = psutil.Process(pid)
+            processes = ([root] if mode != "children" else []) + (root.children(recursive=True) if mode != "self"
+                                                                  else [])
+        except psutil.Error:
+            continue
+        for process in processes:
+            try:
+                times = process.cpu_times()
+            except psutil.Error:
+                continue
+            totals[label] = totals.get(label, 0.0) + times.user + times.system
+    return totals
+
+
+def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {label: after[label] - before.get(label, 0.0) for label in after}
+
+
+def harmony_check(token_ids: list[int]) -> str:
+    """Where the worker's harmony parser would end this output early (a failed response in the
+    stack, so a shorter load than the raw one), as an outcome suffix; "" when it would not."""
+    from responses_app.harmony.parser import HarmonyOutputError, OutputParser
+
+    parser = OutputParser()
+    for index, token_id in enumerate(token_ids):
+        try:
+            parser.feed(token_id)
+        except HarmonyOutputError as error:
+            return f", invalid harmony at token {index + 1}: {str(error)[:80]}"
+    return ""
+
+
 def describe(phase: str, level: LevelResult, n: int) -> str:
     wrong = [r for r in level.requests if r.tokens != n]
+    cpu = ", ".join(f"{label} {seconds:.1f}" for label, seconds in sorted(level.cpu.items(), key=lambda x: -x[1]))
     line = (f"  {phase:5} x{level.concurrency:<3} {level.tokens:6d} tokens in {level.wall:6.2f} s = "
             f"{level.tokens_per_s:7.1f} tokens/s | engine: max {level.max_running} running, {level.steps} steps | "
             f"{level.outcomes()}")
     if wrong:
         line += f" | WARNING: {len(wrong)} responses did not run exactly {n} tokens"
-    return line
+    return line + f"\n        CPU seconds in {level.wall:.1f} s x {os.cpu_count()} CPUs: {cpu}"
 
 
 # --- phase 1: raw AsyncLLM -----------------------------------------------------------------------
 
 
-async def raw_phase(entry: dict[str, Any], prompts: dict[str, list[int]], levels: list[int], n: int
-                    ) -> list[LevelResult]:
+async def raw_phase(entry: dict[str, Any], prompts: dict[str, list[int]], candidates: list[str],
+                    levels: list[int], n: int) -> tuple[list[LevelResult], dict[int, list[str]]]:
     from vllm.inputs import TokensPrompt
 
     from responses_app.engines.base import SamplingParams
@@ -144,32 +200,45 @@ async def raw_phase(entry: dict[str, Any], prompts: dict[str, list[int]], levels
     async def one(text: str, tokens: int, request_id: str) -> RequestResult:
         submitted = time.perf_counter()
         first = None
-        count = 0
+        generated: list[int] = []
         finish = ""
         outputs = engine._llm.generate(TokensPrompt(prompt_token_ids=prompts[text]), params(tokens), request_id)
         async for output in outputs:
             completion = output.outputs[0]
             if completion.token_ids and first is None:
                 first = time.perf_counter()
-            count += len(completion.token_ids)
+            generated += completion.token_ids
             finish = completion.finish_reason or finish
-        return RequestResult(tokens=count, submitted=submitted, end=time.perf_counter(), first=first, outcome=finish)
+        end = time.perf_counter()
+        return RequestResult(tokens=len(generated), submitted=submitted, end=end, first=first,
+                             outcome=finish + harmony_check(generated))
 
     async def load(batch: list[str], tokens: int, tag: str) -> LevelResult:
         steps_before = engine.scheduler.steps
+        # This process is AsyncLLM's frontend; its children are the engine core and its worker.
+        spec: CpuSpec = [("bench (AsyncLLM frontend)", os.getpid(), "self"),
+                         ("engine core+worker", os.getpid(), "children")]
+        cpu_before = cpu_seconds(spec)
         requests = await asyncio.gather(*(one(text, tokens, f"{tag}-{i}") for i, text in enumerate(batch)))
+        cpu = cpu_delta(cpu_before, cpu_seconds(spec))
         max_running, steps = steps_since(list(engine.scheduler.history), steps_before)
-        return LevelResult(len(batch), list(requests), max_running, steps, [len(prompts[t]) for t in batch])
+        return LevelResult(len(batch), list(requests), max_running, steps, [len(prompts[t]) for t in batch], cpu)
 
     try:
-        # Warm-up at the highest concurrency, short: first-step costs (allocations, kernels) stay out.
-        await load(texts(max(levels), "warmup"), 16, "warmup")
+        # The warm-up (first-step costs stay out of the figures) also screens the inputs: for a few
+        # prompts the random model's greedy output is invalid harmony within N tokens, which fails
+        # the response in the stack after fewer tokens. Only inputs that run N clean tokens are used.
+        screening = await load(candidates, n, "screen")
+        valid = [text for text, r in zip(candidates, screening.requests, strict=True)
+                 if r.tokens == n and r.outcome == "length"]
+        print(f"  screened {len(candidates)} inputs: {len(valid)} run {n} tokens inside the first header", flush=True)
+        plan = plan_levels(valid, levels)
         results = []
         for level in levels:
-            result = await load(texts(level), n, f"raw-{level}")
+            result = await load(plan[level], n, f"raw-{level}")
             print(describe("raw", result, n), flush=True)
             results.append(result)
-        return results
+        return results, plan
     finally:
         await engine.shutdown()
         # Drop the AsyncLLM while the interpreter is intact (its __del__ complains at exit otherwise).
@@ -234,8 +303,26 @@ def scheduler_stats(stack: Any) -> dict[str, Any]:
     return stack.engine_report(MODEL).get("scheduler") or {}
 
 
-def stack_phase(stack: Any, api_key: str, prompts: dict[str, list[int]], levels: list[int], n: int
-                ) -> list[LevelResult]:
+def stack_cpu_spec(stack: Any) -> CpuSpec:
+    spec: CpuSpec = [("bench (SDK client)", os.getpid(), "self")]
+    labels = {"web": "daphne", "worker": "celery worker", "beat": "beat",
+              "vllm-worker": "vllm-worker (celery+frontend)"}
+    for name, process in stack.processes.items():
+        spec.append((labels[name], process.pid, "self"))
+        if name == "vllm-worker":
+            spec.append(("engine core+worker", process.pid, "children"))
+    pid_files = {"postgres": SERVICES_DIR / "pg" / "data" / "postmaster.pid",
+                 "redis": SERVICES_DIR / "redis" / "redis.pid"}
+    for label, pid_file in pid_files.items():
+        try:
+            spec.append((label, int(pid_file.read_text().split()[0]), "tree"))
+        except (OSError, ValueError, IndexError):
+            pass
+    return spec
+
+
+def stack_phase(stack: Any, api_key: str, prompts: dict[str, list[int]], warmup: list[str],
+                plan: dict[int, list[str]], n: int) -> list[LevelResult]:
     import openai
 
     client = openai.OpenAI(base_url=stack.base_url, api_key=api_key, max_retries=0, timeout=600)
@@ -266,6 +353,8 @@ def stack_phase(stack: Any, api_key: str, prompts: dict[str, list[int]], levels:
         outcome = "no terminal event" if final is None else final.status
         if final is not None and final.incomplete_details is not None:
             outcome += f" ({final.incomplete_details.reason})"
+        if final is not None and final.error is not None:
+            outcome += f" ({final.error.message[:100]})"
         results[index] = RequestResult(tokens=usage.output_tokens if usage else 0, submitted=submitted, end=end,
                                        first=first, in_progress=in_progress, outcome=outcome)
         if usage is not None and usage.input_tokens != len(prompts[text]):
@@ -274,6 +363,8 @@ def stack_phase(stack: Any, api_key: str, prompts: dict[str, list[int]], levels:
 
     def load(batch: list[str], tokens: int) -> LevelResult:
         steps_before = scheduler_stats(stack).get("steps", 0)
+        spec = stack_cpu_spec(stack)
+        cpu_before = cpu_seconds(spec)
         go = threading.Event()
         results: list[Any] = [None] * len(batch)
         # One thread per response, all released at once: the SDK client is synchronous.
@@ -284,16 +375,17 @@ def stack_phase(stack: Any, api_key: str, prompts: dict[str, list[int]], levels:
         go.set()
         for thread in threads:
             thread.join()
+        cpu = cpu_delta(cpu_before, cpu_seconds(spec))
         errors = [r for r in results if isinstance(r, BaseException)]
         if errors:
             raise RuntimeError(f"{len(errors)} of {len(batch)} streams failed") from errors[0]
         max_running, steps = steps_since(scheduler_stats(stack).get("history", []), steps_before)
-        return LevelResult(len(batch), results, max_running, steps, [len(prompts[t]) for t in batch])
+        return LevelResult(len(batch), results, max_running, steps, [len(prompts[t]) for t in batch], cpu)
 
-    load(texts(max(levels), "warmup"), 16)  # task threads' DB connections, the SDK's connection pool
+    load(warmup, 16)  # task threads' DB connections, the SDK's connection pool
     results = []
-    for level in levels:
-        result = load(texts(level), n)
+    for batch in plan.values():
+        result = load(batch, n)
         print(describe("stack", result, n), flush=True)
         results.append(result)
     return results
@@ -428,7 +520,10 @@ def main() -> float | None:
         registry = model_registry({MODEL: path})
         # The stack renders the prompt with the response's creation date (UTC); so does the bench.
         today = dt.datetime.now(dt.UTC).date().isoformat()
-        all_texts = [t for level in levels for t in texts(level)] + texts(max(levels), "warmup")
+        # A third more candidates than the levels need, for the screening (see raw_phase).
+        candidates = texts(sum(levels) + sum(levels) // 3 + 4)
+        warmup = texts(max(levels), "warmup")
+        all_texts = candidates + warmup
         prompts = {text: render_prompt(PromptRequest(
             history=[{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}],
             conversation_date=today)) for text in all_texts}
@@ -436,7 +531,7 @@ def main() -> float | None:
         print(f"prompts: {lengths[0]}-{lengths[-1]} tokens; N = {n}; levels {levels}", flush=True)
 
         print("phase 1: raw AsyncLLM in this process", flush=True)
-        raw = asyncio.run(raw_phase(registry[MODEL], prompts, levels, n))
+        raw, plan = asyncio.run(raw_phase(registry[MODEL], prompts, candidates, levels, n))
 
         print("phase 2: the whole stack (Daphne, Celery worker + beat, vllm-worker, PostgreSQL, Redis)", flush=True)
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True,
@@ -451,7 +546,7 @@ def main() -> float | None:
             stack.start(name)
         print(f"  stack up in {time.perf_counter() - started:.1f} s (logs: test-artifacts/live/*-{stack.port}.log)",
               flush=True)
-        staged = stack_phase(stack, api_key, prompts, levels, n)
+        staged = stack_phase(stack, api_key, prompts, warmup, plan, n)
     finally:
         # Everything stops before the report, so that the ratio really is the last line.
         if stack is not None:

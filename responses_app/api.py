@@ -13,7 +13,6 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -22,6 +21,7 @@ from rest_framework.response import Response as DRFResponse
 from rest_framework.views import APIView
 
 from . import doorbell, selectors, services
+from .asyncdb import db
 from .auth import Caller, authenticate_bearer
 from .errors import APIError, InvalidRequest, NotFound, error_response
 from .models import Response
@@ -38,7 +38,7 @@ def openai_errors(view: AsyncView) -> AsyncView:
     @functools.wraps(view)
     async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
-            caller = await sync_to_async(authenticate_bearer)(request.headers.get("Authorization"))
+            caller = await db(authenticate_bearer)(request.headers.get("Authorization"))
             return await view(request, caller, *args, **kwargs)
         except APIError as error:
             return error_response(error)
@@ -58,37 +58,37 @@ async def responses_collection(request: HttpRequest, caller: Caller) -> HttpResp
     except (ValueError, UnicodeDecodeError) as error:
         raise InvalidRequest(f"We could not parse the JSON body of your request: {error}.") from error
     create_request = parse_create_request(body)
-    response = await sync_to_async(services.create_response)(caller.tenant, create_request)
+    response = await db(services.create_response)(caller.tenant, create_request)
     if create_request.stream:
         on_disconnect = None if response.background else functools.partial(_cancel_by_id, response.pk)
         return sse_response(follow_events(response.pk, -1, on_disconnect=on_disconnect))
     if response.background:
-        return JsonResponse(await sync_to_async(selectors.render_response)(response))
+        return JsonResponse(await db(selectors.render_response)(response))
     try:
         finished = await _wait_until_finished(response.pk)
     except asyncio.CancelledError:
         # The client hung up on a foreground response: nobody will read it.
-        await sync_to_async(_cancel_by_id)(response.pk)
+        await db(_cancel_by_id)(response.pk)
         raise
-    return JsonResponse(await sync_to_async(selectors.render_response)(finished))
+    return JsonResponse(await db(selectors.render_response)(finished))
 
 
 @openai_errors
 async def response_detail(request: HttpRequest, caller: Caller, response_id: str) -> HttpResponse:
     if request.method == "DELETE":
-        response = await sync_to_async(selectors.get_response)(caller.tenant, response_id)
-        await sync_to_async(services.delete_response)(response)
+        response = await db(selectors.get_response)(caller.tenant, response_id)
+        await db(services.delete_response)(response)
         return JsonResponse({"id": response_id, "object": "response.deleted", "deleted": True})
     if request.method != "GET":
         raise _method_not_allowed(request)
     stream = _bool_query(request, "stream")
     starting_after = _int_query(request, "starting_after", minimum=-1)
     _include_query(request)
-    response = await sync_to_async(selectors.get_response)(caller.tenant, response_id)
+    response = await db(selectors.get_response)(caller.tenant, response_id)
     if not stream:
         if starting_after is not None:
             raise InvalidRequest("'starting_after' is only allowed with stream=true.", param="starting_after")
-        return JsonResponse(await sync_to_async(selectors.render_response)(response))
+        return JsonResponse(await db(selectors.render_response)(response))
     cursor = -1 if starting_after is None else starting_after
     if response.is_terminal and cursor > response.last_sequence_number:
         raise InvalidRequest(
@@ -103,18 +103,18 @@ async def response_detail(request: HttpRequest, caller: Caller, response_id: str
 async def response_cancel(request: HttpRequest, caller: Caller, response_id: str) -> HttpResponse:
     if request.method != "POST":
         raise _method_not_allowed(request)
-    response = await sync_to_async(selectors.get_response)(caller.tenant, response_id)
+    response = await db(selectors.get_response)(caller.tenant, response_id)
     if not response.background:
         raise InvalidRequest("Only background responses can be cancelled.", param="response_id")
-    response = await sync_to_async(services.request_cancel)(response)
+    response = await db(services.request_cancel)(response)
     if not response.is_terminal:
         # The worker honours the flag within a second; answer with the cancelled response
         # when it does, or with the response as it stands if the worker is slow.
         try:
             response = await asyncio.wait_for(_wait_until_finished(response.pk), timeout=CANCEL_WAIT_S)
         except TimeoutError:
-            response = await sync_to_async(Response.objects.get)(pk=response.pk)
-    return JsonResponse(await sync_to_async(selectors.render_response)(response))
+            response = await db(Response.objects.get)(pk=response.pk)
+    return JsonResponse(await db(selectors.render_response)(response))
 
 
 def _cancel_by_id(response_id: str) -> None:
@@ -129,7 +129,7 @@ async def _wait_until_finished(response_id: str) -> Response:
     try:
         await pubsub.subscribe(doorbell.channel_name(response_id))
         while True:
-            response = await sync_to_async(Response.objects.filter(pk=response_id).first)()
+            response = await db(Response.objects.filter(pk=response_id).first)()
             if response is None:
                 raise NotFound(f"Response with id '{response_id}' was deleted.", param="response_id")
             if response.is_terminal:

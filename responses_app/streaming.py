@@ -15,11 +15,11 @@ import time
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.http import StreamingHttpResponse
 
 from . import doorbell, selectors
+from .asyncdb import db
 from .models import TERMINAL_STATUSES
 from .services import TERMINAL_EVENT_TYPES
 
@@ -49,7 +49,7 @@ async def follow_events(
             pubsub = None
         last_sent = time.monotonic()
         while True:
-            events = await sync_to_async(selectors.events_after)(response_id, cursor)
+            events = await db(selectors.events_after)(response_id, cursor)
             for event in events:
                 yield sse_frame(event)
                 cursor = event["sequence_number"]
@@ -59,7 +59,7 @@ async def follow_events(
                     return
             if events:
                 continue
-            state = await sync_to_async(selectors.stream_state)(response_id)
+            state = await db(selectors.stream_state)(response_id)
             if state is None or (state[0] in TERMINAL_STATUSES and cursor >= state[1]):
                 finished = True  # deleted, or nothing after the cursor will ever come
                 return
@@ -69,7 +69,7 @@ async def follow_events(
                 last_sent = time.monotonic()
     except asyncio.CancelledError:
         if not finished and on_disconnect is not None:
-            await sync_to_async(on_disconnect)()
+            await db(on_disconnect)()
         raise
     finally:
         if pubsub is not None:

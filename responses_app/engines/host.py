@@ -76,19 +76,30 @@ class EngineHost:
         try:
             while True:
                 try:
-                    item = chunks.get(timeout=poll_s)
+                    items = [chunks.get(timeout=poll_s)]
                 except queue.Empty:
                     yield None
                     continue
-                if item is _END:
+                # Everything the engine produced meanwhile goes out as one chunk: under load a
+                # task thread wakes once per batch of engine steps, not once per step.
+                while not isinstance(items[-1], BaseException) and items[-1] is not _END:
+                    try:
+                        items.append(chunks.get_nowait())
+                    except queue.Empty:
+                        break
+                produced = [item for item in items if isinstance(item, EngineChunk)]
+                if produced:
+                    yield EngineChunk(token_ids=[token for chunk in produced for token in chunk.token_ids],
+                                      cached_tokens=produced[0].cached_tokens)
+                last = items[-1]
+                if last is _END:
                     finished = True
                     return
-                if isinstance(item, BaseException):
+                if isinstance(last, BaseException):
                     finished = True
-                    if isinstance(item, EngineDead):
+                    if isinstance(last, EngineDead):
                         self._discard(model, engine)
-                    raise item
-                yield item
+                    raise last
         finally:
             if not finished:
                 # The caller stopped early (cancel, lost lease, error): free the engine slot.
