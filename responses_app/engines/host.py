@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Coroutine, Iterator
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from django.conf import settings
@@ -30,36 +31,62 @@ class EngineHost:
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="engine-loop", daemon=True)
         self._thread.start()
-        self._engines: dict[str, Engine] = {}
+        # model -> the engine, or its start in progress (vLLM takes tens of seconds).
+        self._engines: dict[str, Future] = {}
         self._lock = threading.Lock()
 
     def engine(self, model: str) -> Engine:
-        """The model's engine, started on first use (or again after it died)."""
-        engine = self._engines.get(model)
-        if engine is not None and engine.is_dead():
-            # Died between requests (its process was killed, say): replace it before use.
-            self._discard(model, engine)
-        with self._lock:
-            if model not in self._engines:
-                started = time.monotonic()
-                log.info("engine for %s: loading", model)
-                engine = create_engine(model)
-                self.call(engine.start(), timeout=None)
-                log.info("engine for %s: ready in %.1f s", model, time.monotonic() - started)
-                self._engines[model] = engine
-            return self._engines[model]
+        """The model's engine, started on first use (or again after it died); blocks."""
+        return self._engine_future(model).result()
 
     def engines(self) -> dict[str, Engine]:
+        """The engines that are up."""
         with self._lock:
-            return dict(self._engines)
+            futures = dict(self._engines)
+        return {model: f.result() for model, f in futures.items() if f.done() and f.exception() is None}
+
+    def _engine_future(self, model: str) -> Future:
+        with self._lock:
+            future = self._engines.get(model)
+            if future is not None and future.done():
+                if future.exception() is not None or future.result().is_dead():
+                    # A failed start, or an engine that died between requests: start anew.
+                    if future.exception() is None:
+                        self._release(model, future.result())
+                    future = None
+            if future is None:
+                future = self._engines[model] = Future()
+                threading.Thread(target=self._start, args=(model, future), name=f"engine-start-{model}",
+                                 daemon=True).start()
+            return future
+
+    def _start(self, model: str, future: Future) -> None:
+        started = time.monotonic()
+        log.info("engine for %s: loading", model)
+        try:
+            engine = create_engine(model)
+            self.call(engine.start(), timeout=None)
+        except BaseException as error:
+            log.exception("engine for %s failed to start", model)
+            future.set_exception(error)
+            return
+        log.info("engine for %s: ready in %.1f s", model, time.monotonic() - started)
+        future.set_result(engine)
 
     def stream(
         self, model: str, prompt_token_ids: list[int], params: SamplingParams, request_id: str, poll_s: float = 0.25
     ) -> Iterator[EngineChunk | None]:
         """Yield chunks as the engine produces them, and None every ``poll_s`` without
-        output, so the caller can check for cancellation while the engine is quiet.
-        An engine error is re-raised in the caller's thread."""
-        engine = self.engine(model)
+        output (also while the engine is still starting), so the caller can renew its
+        lease and check for cancellation. An engine error is re-raised in the caller's
+        thread."""
+        starting = self._engine_future(model)
+        while not starting.done():
+            try:
+                starting.result(timeout=poll_s)
+            except FutureTimeout:
+                yield None
+        engine = starting.result()
         chunks: queue.Queue = queue.Queue()
 
         async def pump() -> None:
@@ -107,7 +134,7 @@ class EngineHost:
                 future.cancel()
 
     def abort(self, model: str, request_id: str) -> None:
-        engine = self._engines.get(model)
+        engine = self.engines().get(model)
         if engine is not None:
             self.call(engine.abort(request_id))
 
@@ -117,8 +144,9 @@ class EngineHost:
 
     def shutdown(self) -> None:
         """Shut every engine down (worker shutdown)."""
+        engines = self.engines()
         with self._lock:
-            engines, self._engines = self._engines, {}
+            self._engines = {}
         for model, engine in engines.items():
             try:
                 self.call(engine.shutdown(), timeout=60)
@@ -128,9 +156,13 @@ class EngineHost:
     def _discard(self, model: str, engine: Engine) -> None:
         """Forget a dead engine (once): the next request starts a new one."""
         with self._lock:
-            if self._engines.get(model) is not engine:
+            future = self._engines.get(model)
+            if future is None or not future.done() or future.exception() is not None or future.result() is not engine:
                 return
             del self._engines[model]
+            self._release(model, engine)
+
+    def _release(self, model: str, engine: Engine) -> None:
         log.error("engine for %s died; a new one starts with the next request", model)
         # Released in the background: vLLM's shutdown waits for its processes, and the task
         # thread that found the death must go on renewing its lease and failing its response.
