@@ -138,8 +138,6 @@ RESPONSE_MAX_ATTEMPTS = int(os.environ.get("RESPONSE_MAX_ATTEMPTS", "3"))
 # Events are committed at most this long after they are produced.
 EVENT_FLUSH_INTERVAL_S = env_float("EVENT_FLUSH_INTERVAL_S", 0.05)
 SSE_KEEPALIVE_S = env_float("SSE_KEEPALIVE_S", 15.0)
-# Threads (and so database connections) per web process for the async views' queries.
-WEB_DB_THREADS = int(os.environ.get("WEB_DB_THREADS", "16"))
 # Rows of store=false responses are deleted this long after the response ends.
 UNSTORED_RETENTION_S = env_float("UNSTORED_RETENTION_S", 60.0)
 ECHO_TOKEN_DELAY_MS = env_float("ECHO_TOKEN_DELAY_MS", 0.0)

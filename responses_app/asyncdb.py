@@ -2,24 +2,20 @@
 
 asgiref's default runs every sync call of every request on one shared thread, which
 serializes all creates and stream reads of a web process behind each other. These calls
-are independent, so they run in a pool of WEB_DB_THREADS threads, each with its own
-database connection.
+are independent, so they run in a pool of threads, each with its own connection.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 from asgiref.sync import sync_to_async
-from django.conf import settings
 from django.db import close_old_connections
 
 P = ParamSpec("P")
 T = TypeVar("T")
-_EXECUTOR = ThreadPoolExecutor(max_workers=settings.WEB_DB_THREADS, thread_name_prefix="web-db")
 
 
 def db(function: Callable[P, T]) -> Callable[P, Awaitable[T]]:
@@ -30,4 +26,4 @@ def db(function: Callable[P, T]) -> Callable[P, Awaitable[T]]:
         close_old_connections()
         return function(*args, **kwargs)
 
-    return sync_to_async(in_pool_thread, thread_sensitive=False, executor=_EXECUTOR)
+    return sync_to_async(in_pool_thread, thread_sensitive=False)
