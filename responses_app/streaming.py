@@ -24,8 +24,11 @@ from .models import TERMINAL_STATUSES
 from .services import TERMINAL_EVENT_TYPES
 
 log = logging.getLogger(__name__)
-# Without a doorbell (Redis restarting, a lost message) the reader still polls this often.
+# Every commit rings the doorbell, so a subscribed reader reads the database when told to,
+# and only every SAFETY_POLL_S in case a message was lost; without a subscription (Redis
+# unavailable) it polls every POLL_INTERVAL_S. Idle streams then cost almost nothing.
 POLL_INTERVAL_S = 1.0
+SAFETY_POLL_S = 5.0
 
 
 def sse_frame(event: dict[str, Any]) -> bytes:
@@ -63,7 +66,8 @@ async def follow_events(
             if state is None or (state[0] in TERMINAL_STATUSES and cursor >= state[1]):
                 finished = True  # deleted, or nothing after the cursor will ever come
                 return
-            await _wait_for_doorbell(pubsub)
+            keepalive_due = settings.SSE_KEEPALIVE_S - (time.monotonic() - last_sent)
+            await _wait_for_doorbell(pubsub, max(min(SAFETY_POLL_S, keepalive_due), 0.05))
             if time.monotonic() - last_sent >= settings.SSE_KEEPALIVE_S:
                 yield b": keep-alive\n\n"
                 last_sent = time.monotonic()
@@ -80,11 +84,11 @@ async def follow_events(
         await redis.aclose()
 
 
-async def _wait_for_doorbell(pubsub: Any) -> None:
+async def _wait_for_doorbell(pubsub: Any, timeout: float) -> None:
     if pubsub is None:
-        await asyncio.sleep(POLL_INTERVAL_S)
+        await asyncio.sleep(min(POLL_INTERVAL_S, timeout))
         return
-    deadline = time.monotonic() + POLL_INTERVAL_S
+    deadline = time.monotonic() + timeout
     while (remaining := deadline - time.monotonic()) > 0:
         try:
             message = await pubsub.get_message(ignore_subscribe_messages=True, timeout=remaining)
