@@ -24,6 +24,7 @@ from .base import Engine, EngineChunk, EngineDead, SamplingParams
 
 log = logging.getLogger(__name__)
 _END = object()
+STREAM_BATCH_S = 0.02
 
 
 class EngineHost:
@@ -107,8 +108,11 @@ class EngineHost:
                 except queue.Empty:
                     yield None
                     continue
-                # Everything the engine produced meanwhile goes out as one chunk: under load a
-                # task thread wakes once per batch of engine steps, not once per step.
+                # Everything the engine produces within STREAM_BATCH_S goes out as one chunk:
+                # under load a task thread wakes a few times per event-flush interval instead
+                # of once per engine step (its wake-ups, not the parsing, cost the CPU).
+                if isinstance(items[0], EngineChunk):
+                    time.sleep(STREAM_BATCH_S)
                 while not isinstance(items[-1], BaseException) and items[-1] is not _END:
                     try:
                         items.append(chunks.get_nowait())
