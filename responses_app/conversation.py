@@ -12,9 +12,10 @@ from typing import Any
 
 from django.conf import settings
 
+from . import selectors
 from .errors import InvalidRequest
 from .harmony.prompt import PromptError, PromptRequest, render_prompt
-from .models import InputItem, OutputItem, Response
+from .models import Response
 
 
 class ChainBroken(Exception):
@@ -37,8 +38,7 @@ def history(chain: list[Response], input_items: list[dict[str, Any]]) -> list[di
     """Input and output items of the chain, then this response's input items."""
     items: list[dict[str, Any]] = []
     for earlier in chain:
-        items += InputItem.objects.filter(response=earlier).order_by("position").values_list("data", flat=True)
-        items += OutputItem.objects.filter(response=earlier).order_by("output_index").values_list("data", flat=True)
+        items += selectors.input_items(earlier) + selectors.output_items(earlier)
     return items + input_items
 
 
@@ -55,8 +55,7 @@ def prompt_request(params: dict[str, Any], items: list[dict[str, Any]], day: dat
 
 def response_prompt(response: Response) -> list[int]:
     """The prompt token ids of a stored response (raises ChainBroken, PromptError)."""
-    inputs = list(InputItem.objects.filter(response=response).order_by("position").values_list("data", flat=True))
-    items = history(previous_chain(response.tenant_id, response.previous_response_id), inputs)
+    items = history(previous_chain(response.tenant_id, response.previous_response_id), selectors.input_items(response))
     return render_prompt(prompt_request(response.request, items, response.created_at.date()))
 
 

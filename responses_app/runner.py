@@ -31,7 +31,8 @@ from .events import EventBuilder
 from .harmony.encoding import stop_token_ids
 from .harmony.parser import HarmonyOutputError, MessageFinished, MessageStarted, OutputParser
 from .harmony.prompt import PromptError
-from .models import OutputItem, Response, ResponseStatus
+from .models import Response, ResponseStatus
+from .selectors import output_items
 from .services import TERMINAL_EVENT
 
 log = logging.getLogger(__name__)
@@ -128,8 +129,8 @@ def run_response(response_id: str) -> None:
     if response is None:
         log.info("%s: not claimable (cancelled, finished or taken)", response_id)
         return
-    output = [item.data for item in OutputItem.objects.filter(response=response).order_by("output_index")]
-    builder = EventBuilder(response, next_sequence_number=response.last_sequence_number + 1, output=output)
+    builder = EventBuilder(response, next_sequence_number=response.last_sequence_number + 1,
+                           output=output_items(response))
     if response.last_sequence_number == 0:
         # Only response.created so far; a retry after a lost worker has announced it already.
         builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)

@@ -17,8 +17,14 @@ def get_response(tenant: Tenant, response_id: str) -> Response:
     return response
 
 
+def input_items(response: Response) -> list[dict[str, Any]]:
+    """A response's input items, in order."""
+    return list(InputItem.objects.filter(response=response).order_by("position").values_list("data", flat=True))
+
+
 def output_items(response: Response) -> list[dict[str, Any]]:
-    return [item.data for item in OutputItem.objects.filter(response=response).order_by("output_index")]
+    """A response's output items, by output_index."""
+    return list(OutputItem.objects.filter(response=response).order_by("output_index").values_list("data", flat=True))
 
 
 def render_response(response: Response) -> dict[str, Any]:

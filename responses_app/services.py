@@ -22,6 +22,7 @@ from .errors import InvalidRequest, NotFound
 from .event_store import insert_events
 from .events import EventBuilder
 from .models import TERMINAL_STATUSES, InputItem, OutputItem, Response, ResponseStatus, Tenant
+from .selectors import output_items
 from .validation import CreateRequest
 
 log = logging.getLogger(__name__)
@@ -171,8 +172,8 @@ def finish_without_worker(
         response = query.first()
         if response is None:
             return False
-        output = [item.data for item in OutputItem.objects.filter(response=response).order_by("output_index")]
-        builder = EventBuilder(response, next_sequence_number=response.last_sequence_number + 1, output=output)
+        builder = EventBuilder(response, next_sequence_number=response.last_sequence_number + 1,
+                               output=output_items(response))
         builder.close_open_item()  # the lost worker's open item ends incomplete, with its done events
         response.status = status
         response.error = error
