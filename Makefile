@@ -41,6 +41,8 @@ system-packages:
 		missing="$$missing python3-venv"
 	fi
 	command -v redis-server >/dev/null || missing="$$missing redis-server"
+	# The code interpreter's sandbox.
+	command -v bwrap >/dev/null || missing="$$missing bubblewrap"
 	if [ -n "$$missing" ]; then
 		echo "setup: installing$$missing from apt"
 		$(APT) update -qq

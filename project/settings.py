@@ -126,6 +126,10 @@ CELERY_BEAT_SCHEDULE = {
         "task": "responses_app.tasks.purge_unstored_responses",
         "schedule": env_float("PURGE_INTERVAL_S", 30.0),
     },
+    "expire-idle-containers": {
+        "task": "tools_app.tasks.expire_idle_containers",
+        "schedule": env_float("CONTAINER_EXPIRY_INTERVAL_S", 60.0),
+    },
 }
 
 # --- Responses runtime ----------------------------------------------------------------
@@ -162,6 +166,28 @@ def _load_model_registry() -> dict[str, dict]:
 
 
 MODEL_REGISTRY = _load_model_registry()
+
+# --- Tools -------------------------------------------------------------------------------
+# Each server-side tool call (python, MCP, browser) gets at most this long.
+TOOL_CALL_TIMEOUT_S = env_float("TOOL_CALL_TIMEOUT_S", 30.0)
+# Code interpreter containers: one dir per container under CONTAINERS_DIR; a container
+# idle for longer than CONTAINER_IDLE_TIMEOUT_S expires (files and session are deleted).
+CONTAINERS_DIR = Path(os.environ.get("CONTAINERS_DIR", RUN_DIR / "containers"))
+CONTAINER_IDLE_TIMEOUT_S = int(env_float("CONTAINER_IDLE_TIMEOUT_S", 20 * 60))
+SANDBOX_MEMORY_MB = int(env_float("SANDBOX_MEMORY_MB", 1024))
+SANDBOX_CPU_S = int(env_float("SANDBOX_CPU_S", 30))
+SANDBOX_MAX_PROCESSES = int(env_float("SANDBOX_MAX_PROCESSES", 32))
+SANDBOX_MAX_OUTPUT_BYTES = int(env_float("SANDBOX_MAX_OUTPUT_BYTES", 64 * 1024))
+SANDBOX_MAX_DISK_MB = int(env_float("SANDBOX_MAX_DISK_MB", 256))
+# MCP servers and other outbound tool URLs: loopback, private, link-local and metadata
+# addresses are refused unless listed here (host or host:port, comma-separated).
+TOOLS_ALLOWED_PRIVATE_HOSTS = [h.strip() for h in os.environ.get("TOOLS_ALLOWED_PRIVATE_HOSTS", "").split(",")
+                               if h.strip()]
+# web_search's built-in backend: a SQLite FTS5 index of documents loaded with
+# `manage.py load_search_documents`. WEB_SEARCH_MCP_SERVER names a registered MCP
+# server (label) to search with instead.
+WEB_SEARCH_INDEX_PATH = Path(os.environ.get("WEB_SEARCH_INDEX_PATH", RUN_DIR / "search-index.sqlite3"))
+WEB_SEARCH_MCP_SERVER = os.environ.get("WEB_SEARCH_MCP_SERVER", "")
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["responses_app.auth.ApiKeyAuthentication"],

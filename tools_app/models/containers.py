@@ -1,0 +1,33 @@
+from __future__ import annotations
+
+from django.db import models
+
+from responses_app.ids import new_id
+
+
+def new_container_id() -> str:
+    return new_id("cntr")
+
+
+class ContainerStatus(models.TextChoices):
+    RUNNING = "running"
+    EXPIRED = "expired"
+
+
+class Container(models.Model):
+    """A code interpreter container: a private work dir (files) and the saved Python
+    session (variables) of one tenant, reused by id until it idles past its expiry."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_container_id, editable=False)
+    tenant = models.ForeignKey("responses_app.Tenant", on_delete=models.CASCADE, related_name="containers")
+    name = models.CharField(max_length=200, blank=True)
+    status = models.CharField(max_length=16, choices=ContainerStatus.choices, default=ContainerStatus.RUNNING)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_active_at = models.DateTimeField(auto_now_add=True)
+    idle_timeout_s = models.PositiveIntegerField()
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "last_active_at"])]
+
+    def __str__(self) -> str:
+        return self.id
