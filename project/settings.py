@@ -167,6 +167,11 @@ def _load_model_registry() -> dict[str, dict]:
 
 MODEL_REGISTRY = _load_model_registry()
 
+# Where clients reach this server; file outputs of the code interpreter link to it.
+PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
+# A response ends as failed after this many engine turns (a model that never stops calling tools).
+MAX_TOOL_TURNS = int(os.environ.get("MAX_TOOL_TURNS", "64"))
+
 # --- Tools -------------------------------------------------------------------------------
 # Each server-side tool call (python, MCP, browser) gets at most this long.
 TOOL_CALL_TIMEOUT_S = env_float("TOOL_CALL_TIMEOUT_S", 30.0)

@@ -10,6 +10,7 @@ from responses_app.errors import NotFound, error_response
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("v1/", include("responses_app.urls")),
+    path("v1/", include("tools_app.urls")),
 ]
 
 

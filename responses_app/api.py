@@ -26,7 +26,7 @@ from .auth import Caller, authenticate_bearer
 from .errors import APIError, InvalidRequest, NotFound, error_response
 from .models import Response
 from .streaming import follow_events, sse_response
-from .validation import parse_create_request
+from .validation import SUPPORTED_INCLUDE_VALUES, parse_create_request
 
 AsyncView = Callable[..., Awaitable[HttpResponse]]
 CANCEL_WAIT_S = 5.0
@@ -83,12 +83,12 @@ async def response_detail(request: HttpRequest, caller: Caller, response_id: str
         raise _method_not_allowed(request)
     stream = _bool_query(request, "stream")
     starting_after = _int_query(request, "starting_after", minimum=-1)
-    _include_query(request)
+    include = _include_query(request)
     response = await db(selectors.get_response)(caller.tenant, response_id)
     if not stream:
         if starting_after is not None:
             raise InvalidRequest("'starting_after' is only allowed with stream=true.", param="starting_after")
-        return JsonResponse(await db(selectors.render_response)(response))
+        return JsonResponse(await db(selectors.render_response)(response, include))
     cursor = -1 if starting_after is None else starting_after
     if response.is_terminal and cursor > response.last_sequence_number:
         raise InvalidRequest(
@@ -169,11 +169,14 @@ def _int_query(request: HttpRequest | Request, name: str, minimum: int, maximum:
     return number
 
 
-def _include_query(request: HttpRequest | Request) -> None:
-    # Every include value concerns a feature this server does not have yet.
+def _include_query(request: HttpRequest | Request) -> list[str]:
+    """What a retrieve adds to the stored request's ``include`` (a stream replays the events
+    as they were written, with the request's own)."""
     values = request.GET.getlist("include[]") + request.GET.getlist("include")
-    if values:
-        raise InvalidRequest(f"include value {values[0]!r} is not supported by this server yet.", param="include")
+    for value in values:
+        if value not in SUPPORTED_INCLUDE_VALUES:
+            raise InvalidRequest(f"include value {value!r} is not supported by this server yet.", param="include")
+    return values
 
 
 # --- DRF endpoints ---------------------------------------------------------------------------
@@ -185,7 +188,8 @@ class InputItemsView(APIView):
         order = request.query_params.get("order", "desc")
         if order not in ("asc", "desc"):
             raise InvalidRequest(f"Invalid value for 'order': {order!r}; expected 'asc' or 'desc'.", param="order")
-        _include_query(request)
+        if _include_query(request):
+            raise InvalidRequest("include is not supported for input items.", param="include")
         response = selectors.get_response(request.user.tenant, response_id)
         page = selectors.input_items_page(response, after=request.query_params.get("after"), limit=limit,
                                           order=order)

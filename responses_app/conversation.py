@@ -50,13 +50,23 @@ def prompt_request(params: dict[str, Any], items: list[dict[str, Any]], day: dat
         tools=params.get("tools", []),
         tool_choice=params.get("tool_choice", "auto"),
         conversation_date=day.isoformat(),
+        mcp_listings=[item for item in items if item.get("type") == "mcp_list_tools"],
+        python_timeout_s=settings.TOOL_CALL_TIMEOUT_S,
     )
 
 
-def response_prompt(response: Response) -> list[int]:
-    """The prompt token ids of a stored response (raises ChainBroken, PromptError)."""
-    items = history(previous_chain(response.tenant_id, response.previous_response_id), selectors.input_items(response))
-    return render_prompt(prompt_request(response.request, items, response.created_at.date()))
+def response_history(response: Response) -> list[dict[str, Any]]:
+    """The items before this response's output: the chain's, then its input (raises ChainBroken)."""
+    return history(previous_chain(response.tenant_id, response.previous_response_id), selectors.input_items(response))
+
+
+def response_prompt(response: Response, output: list[dict[str, Any]] | None = None,
+                    items: list[dict[str, Any]] | None = None) -> list[int]:
+    """The prompt token ids of a stored response, after the ``output`` items it has so far
+    (raises ChainBroken, PromptError). ``items``: its history, if already read."""
+    if items is None:
+        items = response_history(response)
+    return render_prompt(prompt_request(response.request, items + list(output or []), response.created_at.date()))
 
 
 def check_prompt(model: str, params: dict[str, Any], items: list[dict[str, Any]], day: date) -> int:

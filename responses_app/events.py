@@ -9,6 +9,7 @@ event store persists what it produced (``drain``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from openai import BaseModel
@@ -17,9 +18,14 @@ from openai.types import responses as types
 from .harmony.parser import ContentDelta, MessageFinished, MessageStarted
 from .ids import new_id
 from .models import Response
-from .rendering import response_object
+from .rendering import public_item, response_object
 
 ITEM_ID_PREFIX = {"reasoning": "rs", "message": "msg", "function_call": "fc"}
+# Items whose text streams from the model's message; the tool loop's items (code
+# interpreter, MCP, web search) are opened and closed through the generic methods below.
+MESSAGE_ITEM_TYPES = frozenset({"reasoning", "message", "function_call"})
+# Finds url_citation annotations in a final answer's text (set by the tool loop for web search).
+Annotator = Callable[[str], list[dict[str, Any]]]
 
 
 def build_event(event_class: type[BaseModel], **fields: Any) -> dict[str, Any]:
@@ -37,6 +43,8 @@ class EventBuilder:
             (index for index, item in enumerate(self.output) if item.get("status") == "in_progress"), None)
         self._pending_events: list[dict[str, Any]] = []
         self._dirty_items: set[int] = set()
+        self._include: list[str] = response.request.get("include") or []
+        self.annotator: Annotator | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -70,8 +78,51 @@ class EventBuilder:
     def close_open_item(self) -> None:
         """End an item cut off by a limit, a cancel or a failure as ``incomplete``."""
         item = self.open_item
-        if item is not None:
+        if item is None:
+            return
+        if item["type"] in MESSAGE_ITEM_TYPES:
             self._finish_item(self._item_text(item), "incomplete")
+        else:
+            self.finish_item("incomplete")
+
+    # --- tool items ----------------------------------------------------------------------------
+
+    def add_item(self, item: dict[str, Any]) -> None:
+        """Open ``item`` as the next output item (``response.output_item.added``)."""
+        self.close_open_item()
+        self.output.append(item)
+        index = self._open_index = len(self.output) - 1
+        self._dirty_items.add(index)
+        self._emit(types.ResponseOutputItemAddedEvent, type="response.output_item.added", output_index=index,
+                   item=public_item(item, self._include))
+
+    def update_item(self, **fields: Any) -> None:
+        """Change fields of the open item (persisted with the next batch)."""
+        item, index = self.open_item, self._open_index
+        if item is None or index is None:
+            raise ValueError("no open item to update")
+        item.update(fields)
+        self._dirty_items.add(index)
+
+    def item_event(self, event_class: type[BaseModel], event_type: str, **fields: Any) -> None:
+        """An event about the open item; its item_id and output_index are filled in."""
+        item, index = self.open_item, self._open_index
+        if item is None or index is None:
+            raise ValueError(f"{event_type} without an open item")
+        self._emit(event_class, type=event_type, item_id=item["id"], output_index=index, **fields)
+
+    def finish_item(self, status: str | None) -> None:
+        """Close the open item with ``status`` (None: an item type without one) and emit
+        ``response.output_item.done``."""
+        item, index = self.open_item, self._open_index
+        if item is None or index is None:
+            raise ValueError("no open item to finish")
+        if status is not None:
+            item["status"] = status
+        self._dirty_items.add(index)
+        self._emit(types.ResponseOutputItemDoneEvent, type="response.output_item.done", output_index=index,
+                   item=public_item(item, self._include))
+        self._open_index = None
 
     @property
     def has_pending_events(self) -> bool:
@@ -150,6 +201,7 @@ class EventBuilder:
                 self._emit(types.ResponseReasoningTextDoneEvent, type="response.reasoning_text.done",
                            content_index=0, text=text, **common)
             else:
+                self._annotate(part, common)
                 self._emit(types.ResponseTextDoneEvent, type="response.output_text.done", content_index=0, text=text,
                            logprobs=[], **common)
             self._emit(types.ResponseContentPartDoneEvent, type="response.content_part.done", content_index=0,
@@ -158,6 +210,16 @@ class EventBuilder:
         self._dirty_items.add(index)
         self._emit(types.ResponseOutputItemDoneEvent, type="response.output_item.done", output_index=index, item=item)
         self._open_index = None
+
+    def _annotate(self, part: dict[str, Any], common: dict[str, Any]) -> None:
+        # Citations are known only once the whole answer is: they come just before its done event.
+        if self.annotator is None:
+            return
+        for annotation in self.annotator(part["text"]):
+            part["annotations"].append(annotation)
+            self._emit(types.ResponseOutputTextAnnotationAddedEvent, type="response.output_text.annotation.added",
+                       content_index=0, annotation_index=len(part["annotations"]) - 1, annotation=annotation,
+                       **common)
 
     @staticmethod
     def _empty_part(item: dict[str, Any]) -> dict[str, Any]:

@@ -14,14 +14,17 @@ _ITEM_ADAPTER: TypeAdapter = TypeAdapter(ResponseItem)
 
 
 def response_object(
-    response: Response, output: list[dict[str, Any]], *, status: str | None = None
+    response: Response, output: list[dict[str, Any]], *, status: str | None = None,
+    include: list[str] | None = None,
 ) -> dict[str, Any]:
     """The Response object for a row and its output items, as JSON-ready data.
 
     ``status`` overrides the row's status for the lifecycle events that are built
     before the row changes (response.created, response.in_progress, the terminal event).
+    ``include`` adds to the request's own include values.
     """
     request = response.request
+    include = [*(request.get("include") or []), *(include or [])]
     data = {
         "id": response.id,
         "object": "response",
@@ -35,7 +38,7 @@ def response_object(
         "max_output_tokens": request.get("max_output_tokens"),
         "max_tool_calls": request.get("max_tool_calls"),
         "model": response.model,
-        "output": output,
+        "output": [public_item(item, include) for item in output],
         "parallel_tool_calls": request.get("parallel_tool_calls", True),
         "previous_response_id": response.previous_response_id,
         "prompt_cache_key": request.get("prompt_cache_key"),
@@ -46,7 +49,7 @@ def response_object(
         "temperature": request["temperature"] if request.get("temperature") is not None else 1.0,
         "text": request.get("text") or {"format": {"type": "text"}},
         "tool_choice": request.get("tool_choice", "auto"),
-        "tools": request.get("tools", []),
+        "tools": [public_tool(tool) for tool in request.get("tools", [])],
         "top_logprobs": request.get("top_logprobs", 0),
         "top_p": request["top_p"] if request.get("top_p") is not None else 1.0,
         "truncation": request.get("truncation", "disabled"),
@@ -65,3 +68,22 @@ def response_object(
 def item_object(item: dict[str, Any]) -> dict[str, Any]:
     """An output or input item checked against the SDK's item union."""
     return _ITEM_ADAPTER.validate_python(item).model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+def public_item(item: dict[str, Any], include: list[str]) -> dict[str, Any]:
+    """An output item as the client asked to see it: the stored item always keeps the tool
+    outputs (the model reads them on later turns), the wire only when ``include`` says so."""
+    if item.get("type") == "code_interpreter_call" and "code_interpreter_call.outputs" not in include:
+        return {**item, "outputs": None}
+    action = item.get("action") or {}
+    wants_sources = "web_search_call.action.sources" in include
+    if item.get("type") == "web_search_call" and "sources" in action and not wants_sources:
+        return {**item, "action": {key: value for key, value in action.items() if key != "sources"}}
+    return item
+
+
+def public_tool(tool: dict[str, Any]) -> dict[str, Any]:
+    """A request's tool as echoed back: an MCP tool's credentials stay on the server."""
+    if tool.get("type") != "mcp":
+        return tool
+    return {key: value for key, value in tool.items() if key not in ("headers", "authorization")}

@@ -23,17 +23,18 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from .conversation import ChainBroken, response_prompt
+from .conversation import ChainBroken, response_history, response_prompt
 from .engines.base import EngineDead, SamplingParams
 from .engines.host import engine_host
 from .event_store import LeaseLost, save_batch
 from .events import EventBuilder
 from .harmony.encoding import stop_token_ids
-from .harmony.parser import HarmonyOutputError, MessageFinished, MessageStarted, OutputParser
-from .harmony.prompt import PromptError
+from .harmony.parser import ContentDelta, HarmonyOutputError, MessageFinished, MessageStarted, OutputParser
+from .harmony.prompt import PromptError, forced_call_prefix, tool_result_tokens
 from .models import Response, ResponseStatus
 from .selectors import output_items
 from .services import TERMINAL_EVENT
+from .tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
 
 log = logging.getLogger(__name__)
 CANCEL_POLL_S = 0.5
@@ -183,20 +184,20 @@ def _finish(
 def _generate(
     response: Response, builder: EventBuilder, writer: BatchWriter, usage: Usage
 ) -> tuple[str, dict | None]:
-    """Generate the response's output (the tool loop of a later issue wraps this).
+    """Generate the response's output: engine turns and, between them, the tool calls.
     Returns the terminal status and incomplete_details."""
     try:
-        prompt = response_prompt(response)
-    except (PromptError, ChainBroken) as error:
+        history = response_history(response)
+    except ChainBroken as error:
         raise ResponseFailure(str(error), code="invalid_prompt") from error
-    max_model_len = settings.MODEL_REGISTRY[response.model].get("max_model_len")
-    if max_model_len and len(prompt) >= max_model_len:
-        raise ResponseFailure(f"The prompt has {len(prompt)} tokens, more than this model's {max_model_len}.",
-                              code="invalid_prompt")
     writer.flush()  # response.in_progress goes out before the first token
-    generation = Generation(response, builder, writer, usage)
+    generation = Generation(response, builder, writer, usage, history)
     try:
+        generation.toolbox.prepare()
+        prompt = _prompt(response, history, builder.output)
         return generation.run(prompt)
+    except ToolLoopFailure as error:
+        raise ResponseFailure(str(error), code="server_error") from error
     except HarmonyOutputError as error:
         raise ResponseFailure(f"The model produced output that is not valid harmony: {error}",
                               code="server_error") from error
@@ -204,20 +205,47 @@ def _generate(
         raise ResponseFailure(f"The model engine stopped while generating this response: {error}",
                               code="server_error") from error
     finally:
-        _count(usage, generation.parser)
+        generation.count_usage()
+
+
+def _prompt(response: Response, history: list[dict[str, Any]], output: list[dict[str, Any]]) -> list[int]:
+    try:
+        prompt = response_prompt(response, output, items=history)
+    except PromptError as error:
+        raise ResponseFailure(str(error), code="invalid_prompt") from error
+    max_model_len = settings.MODEL_REGISTRY[response.model].get("max_model_len")
+    if max_model_len and len(prompt) >= max_model_len:
+        raise ResponseFailure(f"The prompt has {len(prompt)} tokens, more than this model's {max_model_len}.",
+                              code="invalid_prompt")
+    return prompt
+
+
+@dataclass
+class TurnEnd:
+    """How one engine turn ended: with a server-side tool call to run, or with the response's end."""
+
+    tokens: list[int]  # the assistant's tokens this turn (a prefilled header included)
+    call: ToolCall | None = None
+    status: str = ResponseStatus.COMPLETED
+    details: dict | None = None
 
 
 class Generation:
-    """The model's output for one response, across engine calls: every token goes through
-    one harmony parser, one token at a time, into the event builder."""
+    """The model's output for one response: turns of the engine, each parsed one token at a
+    time into the event builder, with the tool loop between them. The prompt of each turn is
+    the previous one plus the model's tokens and the tool's message, so vLLM's prefix cache
+    holds all but the new tokens."""
 
-    def __init__(self, response: Response, builder: EventBuilder, writer: BatchWriter, usage: Usage) -> None:
+    def __init__(self, response: Response, builder: EventBuilder, writer: BatchWriter, usage: Usage,
+                 history: list[dict[str, Any]]) -> None:
         self.response = response
         self.builder = builder
         self.writer = writer
         self.usage = usage
-        self.parser = OutputParser()
-        self.tokens: list[int] = []
+        self.parsers: list[OutputParser] = []
+        self.tokens: list[int] = []  # this turn's
+        self.call: ToolCall | None = None
+        self.ready_call: ToolCall | None = None
         request = response.request
         self.budget: int | None = request.get("max_output_tokens")
         self.params = SamplingParams(
@@ -228,35 +256,78 @@ class Generation:
             extra=_engine_extra(request),
         )
         self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}
+        self.toolbox = Toolbox(response, builder, history, flush=self._flush,
+                               wait=lambda work: run_in_thread(work, writer.tick))
+
+    def _flush(self) -> None:
+        if self.writer.flush():
+            raise CancelRequested()
+
+    @property
+    def parser(self) -> OutputParser:
+        return self.parsers[-1]
 
     def run(self, prompt: list[int]) -> tuple[str, dict | None]:
-        request_id = f"{self.response.pk}:{self.response.attempts}"
+        request = self.response.request
+        prefill = forced_call_prefix(request.get("tool_choice", "auto"), request.get("tools", []))
+        for turn in range(settings.MAX_TOOL_TURNS):
+            end = self._turn(prompt, prefill, f"{self.response.pk}:{self.response.attempts}:{turn}")
+            prefill = []
+            if end.call is None:
+                return end.status, end.details
+            result = end.call.execute()
+            if result is None:
+                return ResponseStatus.COMPLETED, None  # waits for the client's approval
+            prompt = prompt + end.tokens + tool_result_tokens(result.author, result.text, result.channel)
+            self.writer.tick()
+        raise ResponseFailure(f"The model was still calling tools after {settings.MAX_TOOL_TURNS} turns.")
+
+    def count_usage(self) -> None:
+        self.usage.output_tokens = sum(parser.output_tokens for parser in self.parsers)
+        self.usage.reasoning_tokens = sum(parser.reasoning_tokens for parser in self.parsers)
+
+    def _remaining(self) -> int | None:
+        if self.budget is None:
+            return None
+        return max(self.budget - sum(parser.output_tokens for parser in self.parsers), 0)
+
+    def _turn(self, prompt: list[int], prefill: list[int], request_id: str) -> TurnEnd:
+        self.parsers.append(OutputParser())
+        self.tokens = []
+        if self._remaining() == 0:  # the earlier turns spent the budget
+            return TurnEnd([], status=ResponseStatus.INCOMPLETE, details={"reason": "max_output_tokens"})
+        for token_id in prefill:
+            self._feed(token_id)
         constrained = self.output_format["type"] != "text"
         # Structured outputs constrain the final answer only, so that reasoning stays free:
         # the first engine call stops where the final message begins, and a second one,
         # under the grammar, continues from there (vLLM's prefix cache holds the start).
-        if self._engine_call(prompt, self.params, request_id, stop_at_final=constrained) and self._remaining() != 0:
+        stop = self._engine_call(prompt + self.tokens, self.params, request_id, stop_at_final=constrained)
+        if stop == "final" and self._remaining() != 0:
             params = replace(self.params, max_tokens=self._remaining(),
                              extra={**self.params.extra, **_format_constraint(self.output_format)})
-            self._engine_call(prompt + self.tokens, params, f"{request_id}:final", stop_at_final=False)
-        if self._remaining() == 0 and self.parser.last_stop_token is None:
+            stop = self._engine_call(prompt + self.tokens, params, f"{request_id}:final", stop_at_final=False)
+        if stop != "tool_call" and self._remaining() == 0 and self.parser.last_stop_token is None:
             # The budget cut the output off, maybe mid-header: what was open stays incomplete.
             try:
                 closing = self.parser.close()
             except HarmonyOutputError:
                 closing = []
-            _apply(self.builder, [step for step in closing if not isinstance(step, MessageFinished)])
+            if self.call is None:
+                _apply(self.builder, [step for step in closing if not isinstance(step, MessageFinished)])
             self.builder.close_open_item()
-            return ResponseStatus.INCOMPLETE, {"reason": "max_output_tokens"}
-        _apply(self.builder, self.parser.close())
-        return ResponseStatus.COMPLETED, None
+            return TurnEnd(self.tokens, status=ResponseStatus.INCOMPLETE, details={"reason": "max_output_tokens"})
+        if stop != "tool_call":
+            for step in self.parser.close():
+                self._route(step)
+        call, self.ready_call = self.ready_call, None
+        return TurnEnd(self.tokens, call=call)
 
-    def _remaining(self) -> int | None:
-        return None if self.budget is None else max(self.budget - self.parser.output_tokens, 0)
-
-    def _engine_call(self, prompt: list[int], params: SamplingParams, request_id: str, stop_at_final: bool) -> bool:
-        """Stream one engine request; True if it was stopped where a final message began."""
+    def _engine_call(self, prompt: list[int], params: SamplingParams, request_id: str,
+                     stop_at_final: bool) -> str | None:
+        """Stream one engine request; why it stopped early ("final", "tool_call") or None."""
         self.usage.input_tokens += len(prompt)
+        params = replace(params, max_tokens=self._remaining())
         produced = len(self.tokens)
         try:
             return self._stream(prompt, params, request_id, stop_at_final)
@@ -268,7 +339,8 @@ class Generation:
             log.warning("%s: engine died before the first token; retrying on a new engine", request_id)
             return self._stream(prompt, params, f"{request_id}:retry", stop_at_final)
 
-    def _stream(self, prompt: list[int], params: SamplingParams, request_id: str, stop_at_final: bool) -> bool:
+    def _stream(self, prompt: list[int], params: SamplingParams, request_id: str,
+                stop_at_final: bool) -> str | None:
         stream = engine_host().stream(self.response.model, prompt, params, request_id=request_id)
         with closing(stream):  # leaving early aborts the engine request
             for chunk in stream:
@@ -276,15 +348,34 @@ class Generation:
                     if chunk.cached_tokens:
                         self.usage.cached_tokens += chunk.cached_tokens
                     for token_id in chunk.token_ids:
-                        self.tokens.append(token_id)
-                        progress = self.parser.feed(token_id)
-                        _apply(self.builder, progress)
+                        progress = self._feed(token_id)
+                        if self.ready_call is not None:
+                            return "tool_call"  # a call ended with <|end|> rather than <|call|>
                         if stop_at_final and any(isinstance(step, MessageStarted) and step.channel == "final"
                                                  for step in progress):
-                            return True
-                    _count(self.usage, self.parser)
+                            return "final"
+                    self.count_usage()
                 self.writer.tick()
-        return False
+        return None
+
+    def _feed(self, token_id: int) -> list:
+        self.tokens.append(token_id)
+        progress = self.parser.feed(token_id)
+        for step in progress:
+            self._route(step)
+        return progress
+
+    def _route(self, step: MessageStarted | ContentDelta | MessageFinished) -> None:
+        """Server-side tool calls go to their ToolCall; everything else to the builder."""
+        if isinstance(step, MessageStarted) and step.kind == "tool_call":
+            self.call = self.toolbox.call_for(step.recipient or "")
+        elif self.call is not None and isinstance(step, ContentDelta):
+            self.call.delta(step.text)
+        elif self.call is not None and isinstance(step, MessageFinished):
+            self.call.finished(step.text)
+            self.ready_call, self.call = self.call, None
+        else:
+            _apply(self.builder, [step])
 
 
 def _format_constraint(output_format: dict[str, Any]) -> dict[str, Any]:
@@ -295,16 +386,7 @@ def _format_constraint(output_format: dict[str, Any]) -> dict[str, Any]:
 
 def _apply(builder: EventBuilder, progress: list) -> None:
     for step in progress:
-        if isinstance(step, MessageStarted) and step.kind == "tool_call":
-            raise ResponseFailure(
-                f"The model called '{step.recipient}', which is not a tool of this response.", code="server_error"
-            )
         builder.apply(step)
-
-
-def _count(usage: Usage, parser: OutputParser) -> None:
-    usage.output_tokens = parser.output_tokens
-    usage.reasoning_tokens = parser.reasoning_tokens
 
 
 ECHO_KNOBS = ("echo_token_delay_ms", "echo_die_after_tokens")

@@ -27,8 +27,8 @@ def output_items(response: Response) -> list[dict[str, Any]]:
     return list(OutputItem.objects.filter(response=response).order_by("output_index").values_list("data", flat=True))
 
 
-def render_response(response: Response) -> dict[str, Any]:
-    return response_object(response, output_items(response))
+def render_response(response: Response, include: list[str] | None = None) -> dict[str, Any]:
+    return response_object(response, output_items(response), include=include)
 
 
 def input_items_page(response: Response, *, after: str | None, limit: int, order: str) -> dict[str, Any]:

@@ -16,6 +16,7 @@ from django.conf import settings
 from .errors import InvalidRequest
 from .ids import new_id
 from .structured import check_json_schema
+from .tool_validation import approval_response_item, validate_tool_choice, validate_tools
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")
@@ -24,25 +25,6 @@ MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
 MAX_METADATA_VALUE = 512
 
-# Tool types of the Responses API that this server does not run yet.
-UNSUPPORTED_TOOL_TYPES = frozenset(
-    {
-        "code_interpreter",
-        "mcp",
-        "web_search",
-        "web_search_preview",
-        "web_search_preview_2025_03_11",
-        "web_search_2025_08_26",
-        "file_search",
-        "image_generation",
-        "computer_use",
-        "computer_use_preview",
-        "local_shell",
-        "shell",
-        "custom",
-        "apply_patch",
-    }
-)
 # Input item types of the Responses API that this server does not accept yet.
 UNSUPPORTED_ITEM_TYPES = frozenset(
     {
@@ -57,7 +39,6 @@ UNSUPPORTED_ITEM_TYPES = frozenset(
         "local_shell_call_output",
         "mcp_list_tools",
         "mcp_approval_request",
-        "mcp_approval_response",
         "mcp_call",
         "custom_tool_call",
         "custom_tool_call_output",
@@ -77,6 +58,8 @@ INCLUDE_VALUES = frozenset(
         "web_search_call.results",
     }
 )
+# What the stored items always hold and rendering leaves out unless asked (rendering.py).
+SUPPORTED_INCLUDE_VALUES = frozenset({"code_interpreter_call.outputs", "web_search_call.action.sources"})
 KNOWN_PARAMETERS = frozenset(
     {
         "model",
@@ -145,7 +128,7 @@ def parse_create_request(body: Any) -> CreateRequest:
     _stream_options(body.get("stream_options"), stream)
 
     previous_response_id = _optional_str(body, "previous_response_id")
-    tools = _tools(body.get("tools"))
+    tools = validate_tools(body.get("tools"))
     params: dict[str, Any] = {
         "instructions": _optional_str(body, "instructions"),
         "max_output_tokens": _optional_int(body, "max_output_tokens", minimum=1),
@@ -155,7 +138,7 @@ def parse_create_request(body: Any) -> CreateRequest:
         "reasoning": _reasoning(body.get("reasoning")),
         "metadata": _metadata(body.get("metadata")),
         "tools": tools,
-        "tool_choice": _tool_choice(body.get("tool_choice", "auto")),
+        "tool_choice": validate_tool_choice(body.get("tool_choice", "auto"), tools),
         "parallel_tool_calls": _bool(body, "parallel_tool_calls", True),
         "text": _text(body.get("text"), model),
         "truncation": _truncation(body.get("truncation")),
@@ -310,68 +293,6 @@ def _metadata(value: Any) -> dict[str, str]:
     return dict(value)
 
 
-def _tools(value: Any) -> list[dict[str, Any]]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise _invalid_type("tools", "an array", value)
-    tools: list[dict[str, Any]] = []
-    names: set[str] = set()
-    for index, tool in enumerate(value):
-        param = f"tools[{index}]"
-        if not isinstance(tool, dict):
-            raise _invalid_type(param, "an object", tool)
-        tool_type = tool.get("type")
-        if not isinstance(tool_type, str):
-            raise _invalid_type(f"{param}.type", "a string", tool_type)
-        if tool_type in UNSUPPORTED_TOOL_TYPES:
-            raise InvalidRequest(f"Tool type '{tool_type}' is not supported by this server yet.",
-                                 param=f"{param}.type", code="unsupported_tool_type")
-        if tool_type != "function":
-            raise InvalidRequest(f"Invalid value for '{param}.type': {tool_type!r}.", param=f"{param}.type",
-                                 code="invalid_value")
-        tools.append(_function_tool(tool, param))
-        if tools[-1]["name"] in names:
-            raise InvalidRequest(f"Duplicate function name '{tools[-1]['name']}'.", param=f"{param}.name")
-        names.add(tools[-1]["name"])
-    return tools
-
-
-def _function_tool(tool: dict, param: str) -> dict[str, Any]:
-    for key in tool:
-        if key not in ("type", "name", "description", "parameters", "strict"):
-            raise InvalidRequest(f"Unknown parameter: '{param}.{key}'.", param=f"{param}.{key}")
-    name = tool.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
-        raise InvalidRequest(f"'{param}.name' must match ^[a-zA-Z0-9_-]{{1,64}}$.", param=f"{param}.name")
-    description = tool.get("description")
-    if description is not None and not isinstance(description, str):
-        raise _invalid_type(f"{param}.description", "a string", description)
-    parameters = tool.get("parameters")
-    if parameters is not None and not isinstance(parameters, dict):
-        raise _invalid_type(f"{param}.parameters", "an object", parameters)
-    strict = tool.get("strict")
-    if strict is not None and not isinstance(strict, bool):
-        raise _invalid_type(f"{param}.strict", "a boolean", strict)
-    return {
-        "type": "function",
-        "name": name,
-        "description": description,
-        "parameters": parameters or {"type": "object", "properties": {}},
-        "strict": True if strict is None else strict,
-    }
-
-
-def _tool_choice(value: Any) -> str:
-    if value in ("auto", "none"):
-        return value
-    if value == "required" or isinstance(value, dict):
-        # Forcing a call needs the tool loop's prefilled harmony header (a later issue).
-        raise InvalidRequest("Only 'auto' and 'none' are supported for 'tool_choice' on this server yet.",
-                             param="tool_choice")
-    raise InvalidRequest(f"Invalid value for 'tool_choice': {value!r}.", param="tool_choice", code="invalid_value")
-
-
 def _text(value: Any, model: str) -> dict[str, Any]:
     if value is None:
         return {"format": {"type": "text"}}
@@ -454,9 +375,10 @@ def _include(value: Any) -> list[str]:
         if not isinstance(entry, str) or entry not in INCLUDE_VALUES:
             raise InvalidRequest(f"Invalid value for 'include[{index}]': {entry!r}.", param=f"include[{index}]",
                                  code="invalid_value")
-        raise InvalidRequest(f"include value {entry!r} is not supported by this server yet.",
-                             param=f"include[{index}]")
-    return []
+        if entry not in SUPPORTED_INCLUDE_VALUES:
+            raise InvalidRequest(f"include value {entry!r} is not supported by this server yet.",
+                                 param=f"include[{index}]")
+    return sorted(set(value))
 
 
 # --- input items ----------------------------------------------------------------------------
@@ -502,6 +424,8 @@ def _input_item(item: Any, param: str) -> dict[str, Any]:
         }
     if item_type == "reasoning":
         return _reasoning_item(item, param)
+    if item_type == "mcp_approval_response":
+        return approval_response_item(item, param)
     if item_type in UNSUPPORTED_ITEM_TYPES:
         raise InvalidRequest(f"Input items of type '{item_type}' are not supported by this server yet.",
                              param=f"{param}.type")

@@ -31,6 +31,9 @@ STACK_ENV = {
     "SSE_KEEPALIVE_S": "1",
     "ECHO_TOKEN_DELAY_MS": "0",
     "LOG_LEVEL": "INFO",
+    # The tool tests' MCP servers listen on 127.0.0.1; other private addresses stay refused.
+    "TOOLS_ALLOWED_PRIVATE_HOSTS": "127.0.0.1",
+    "TOOL_CALL_TIMEOUT_S": "6",
 }
 
 
@@ -71,9 +74,13 @@ class LiveStack:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
         self.registry = model_registry(tiny_models)
+        self.search_index_path = LOG_DIR / f"search-index-{self.port}.sqlite3"
         self.env = {**os.environ, **STACK_ENV, "DATABASE_URL": db_url, "REDIS_URL": redis_url,
                     "CELERY_BROKER_URL": redis_url, "PYTHONUNBUFFERED": "1",
-                    "MODEL_REGISTRY": json.dumps(self.registry)}
+                    "MODEL_REGISTRY": json.dumps(self.registry),
+                    "PUBLIC_BASE_URL": f"http://127.0.0.1:{self.port}",
+                    "CONTAINERS_DIR": str(LOG_DIR / f"containers-{self.port}"),
+                    "WEB_SEARCH_INDEX_PATH": str(self.search_index_path)}
         self.queue = f"test-{self.port}"
         self.processes: dict[str, subprocess.Popen] = {}
         LOG_DIR.mkdir(parents=True, exist_ok=True)
@@ -103,7 +110,12 @@ class LiveStack:
 
     def start(self, name: str) -> None:
         log = open(LOG_DIR / f"{name}-{self.port}.log", "ab")  # noqa: SIM115 - owned by the process
-        self.processes[name] = subprocess.Popen(self.commands()[name], cwd=ROOT, env=self.env, stdout=log,
+        env = self.env
+        if name == "vllm-worker":
+            # The trained tiny model learned the python tool's description with this timeout
+            # (tiny_models.PYTHON_TIMEOUT_S); the echo worker keeps the short one.
+            env = {**env, "TOOL_CALL_TIMEOUT_S": "30"}
+        self.processes[name] = subprocess.Popen(self.commands()[name], cwd=ROOT, env=env, stdout=log,
                                                 stderr=subprocess.STDOUT, start_new_session=True)
         if name == "web":
             self.wait_for_web()

@@ -8,6 +8,8 @@ It reads the harmony prompt it is given and answers the LAST user message:
   after ``<|call|>`` or ``<|return|>`` (or at the end of the script). Later calls skip
   the segments whose tool calls the prompt already holds after that user message, so a
   script drives a whole tool-calling exchange, within one response or across several.
+  ``{tool_output}`` in a script stands for the text of the prompt's last tool message,
+  so that a test can see what a tool told the model.
 
 Every call runs on the engine host's shared asyncio loop, so it never blocks.
 """
@@ -25,6 +27,7 @@ from responses_app.engines.base import EngineChunk, EngineDead, SamplingParams
 from responses_app.harmony.encoding import get_encoding, special_token_id
 
 SCRIPT_PREFIX = "<|channel|>"
+TOOL_OUTPUT_PLACEHOLDER = "{tool_output}"
 CHUNK_TOKENS = 3  # small, so that message boundaries fall inside a chunk
 ABORTED_HISTORY = 1000
 EXHAUSTED_TEXT = "(echo: the script has no more segments)"
@@ -36,6 +39,7 @@ class PromptView:
 
     user_text: str  # the last user message ("" if none)
     calls_after_user: int  # assistant tool calls the prompt holds after that message
+    last_tool_output: str = ""  # the text of the last tool message after it
 
 
 class EchoEngine:
@@ -88,10 +92,14 @@ class EchoEngine:
     def plan_output(self, prompt_token_ids: list[int]) -> list[int]:
         """The whole output this prompt gets, before max_tokens and stop tokens."""
         encoding = get_encoding()
-        view = read_prompt(encoding, prompt_token_ids)
+        prompt, prefill = split_prefill(encoding, prompt_token_ids)
+        view = read_prompt(encoding, prompt)
         if view.user_text.lstrip().startswith(SCRIPT_PREFIX):
-            return script_segment(encoding, view.user_text.lstrip(), view.calls_after_user)
-        return echo_answer(encoding, view.user_text)
+            script = view.user_text.lstrip().replace(TOOL_OUTPUT_PLACEHOLDER, view.last_tool_output)
+            tokens = script_segment(encoding, script, view.calls_after_user)
+        else:
+            tokens = echo_answer(encoding, view.user_text)
+        return without_prefill(encoding, tokens, prefill)
 
     # --- streaming ----------------------------------------------------------------------
 
@@ -140,8 +148,34 @@ def read_prompt(encoding: HarmonyEncoding, prompt_token_ids: list[int]) -> Promp
     last_user = max((i for i, m in enumerate(messages) if m.author.role == Role.USER), default=None)
     if last_user is None:
         return PromptView(user_text="", calls_after_user=0)
-    calls = sum(1 for message in messages[last_user + 1 :] if _is_tool_call(message))
-    return PromptView(user_text=_text(messages[last_user]), calls_after_user=calls)
+    after = messages[last_user + 1 :]
+    calls = sum(1 for message in after if _is_tool_call(message))
+    outputs = [_text(message) for message in after if message.author.role == Role.TOOL]
+    return PromptView(user_text=_text(messages[last_user]), calls_after_user=calls,
+                      last_tool_output=outputs[-1] if outputs else "")
+
+
+def split_prefill(encoding: HarmonyEncoding, prompt_token_ids: list[int]) -> tuple[list[int], list[int]]:
+    """The prompt up to its last ``<|start|>assistant``, and what a forced tool_choice
+    prefilled after it (the start of the assistant's message)."""
+    start = special_token_id("<|start|>")
+    for index in range(len(prompt_token_ids) - 2, -1, -1):
+        if prompt_token_ids[index] == start:
+            if encoding.decode(prompt_token_ids[index + 1 : index + 2]) == "assistant":
+                return prompt_token_ids[: index + 2], prompt_token_ids[index + 2 :]
+            break
+    return prompt_token_ids, []
+
+
+def without_prefill(encoding: HarmonyEncoding, tokens: list[int], prefill: list[int]) -> list[int]:
+    """The planned output after the prefilled part, as a model would continue it. An output
+    that does not begin with the prefill is returned whole (and will not parse)."""
+    if not prefill:
+        return tokens
+    text, prefix = encoding.decode(tokens), encoding.decode(prefill)
+    if not text.startswith(prefix):
+        return tokens
+    return encoding.encode(text[len(prefix) :], allowed_special="all")
 
 
 def _prompt_messages(encoding: HarmonyEncoding, prompt_token_ids: list[int]) -> list[Message]:

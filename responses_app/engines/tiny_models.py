@@ -27,21 +27,19 @@ import shutil
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openai_harmony import Author, Conversation, Message, Role, SystemContent, ToolNamespaceConfig
-
 from responses_app.harmony.encoding import get_encoding, vocabulary_dir
-from responses_app.harmony.prompt import PromptRequest, build_messages, history_messages, render_prompt
+from responses_app.harmony.prompt import PromptRequest, render_prompt, tool_result_tokens
 from responses_app.harmony.vocab import VOCAB_FILE, VOCAB_SHA256, verify_vocabulary
 
 if TYPE_CHECKING:
     from transformers import GptOssForCausalLM, PreTrainedTokenizerFast
 
 # Bump whenever the build changes in a way the fingerprint cannot see (training recipe, files written).
-BUILD_VERSION = 1
+BUILD_VERSION = 2
 KINDS = ("random", "trained")
 SEED = 0
 # The dtype the weights are saved in; vLLM must load them with dtype="float32" (see module docstring).
@@ -119,21 +117,22 @@ class Turn:
 
     ``new_items`` are OpenAI Responses items. From the second turn on they start with the items
     the server stored from the previous completion (reasoning, function_call), followed by what
-    the client sends (a function_call_output). ``code_interpreter_call`` items stand for a
-    python tool round trip (the call and its output) and are rendered here (``python_messages``).
+    the client sends (a function_call_output). A turn with a ``tool_result`` instead continues
+    the previous one inside the same response, as the worker's tool loop does: the previous
+    prompt and completion, then the tool's message (author, text).
     ``completion`` is harmony text: what follows the prompt's final ``<|start|>assistant``.
     """
 
-    new_items: tuple[dict, ...]
     completion: str
+    new_items: tuple[dict, ...] = ()
+    tool_result: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True)
 class Transcript:
     name: str
     turns: tuple[Turn, ...]
-    tools: tuple[dict, ...] = ()  # OpenAI function tools, sent with every request
-    python_tool: bool = False  # declare harmony's built-in python tool in the system message
+    tools: tuple[dict, ...] = ()  # OpenAI tools, sent with every request
 
     @property
     def input(self) -> list[dict]:
@@ -155,6 +154,10 @@ WEATHER_TOOL = {
     "description": "The current weather in a city.",
     "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
 }
+CODE_INTERPRETER_TOOL = {"type": "code_interpreter", "container": {"type": "auto"}}
+# The python tool's description states the tool call timeout; a server serving the trained
+# model must run with this TOOL_CALL_TIMEOUT_S for its prompts to be the trained ones.
+PYTHON_TIMEOUT_S = 30.0
 # The server makes up call ids; rendering ignores them, they only pair a call with its output.
 WEATHER_CALL_ID = "call_tiny_weather"
 
@@ -171,7 +174,7 @@ TRANSCRIPTS: tuple[Transcript, ...] = (
     ),
     Transcript(
         name="python",
-        python_tool=True,
+        tools=(CODE_INTERPRETER_TOOL,),
         turns=(
             Turn(
                 new_items=(_user("What is 123 * 456? Use python."),),
@@ -179,14 +182,7 @@ TRANSCRIPTS: tuple[Transcript, ...] = (
                 "<|start|>assistant to=python<|channel|>analysis code<|message|>print(123 * 456)<|call|>",
             ),
             Turn(
-                new_items=(
-                    _reasoning("I will compute it with python."),
-                    {
-                        "type": "code_interpreter_call",
-                        "code": "print(123 * 456)",
-                        "outputs": [{"type": "logs", "logs": "56088"}],
-                    },
-                ),
+                tool_result=("python", "56088\n"),  # what the sandbox prints
                 completion="<|channel|>final<|message|>123 * 456 = 56088.<|return|>",
             ),
         ),
@@ -230,61 +226,19 @@ def history_until(item: Transcript, turn_index: int) -> list[dict]:
 
 def prompt_ids(item: Transcript, turn_index: int, conversation_date: str) -> list[int]:
     """The prompt the server renders for this turn, ending with ``<|start|>assistant``."""
-    request = PromptRequest(
-        history=history_until(item, turn_index), tools=list(item.tools), conversation_date=conversation_date
-    )
-    if not item.python_tool:
-        return render_prompt(request)
-    return _render_with_python_tool(request)
+    turn = item.turns[turn_index]
+    if turn.tool_result is not None:
+        author, text = turn.tool_result
+        previous = item.turns[turn_index - 1]
+        return [*prompt_ids(item, turn_index - 1, conversation_date), *completion_ids(previous),
+                *tool_result_tokens(author, text, "analysis")]
+    request = PromptRequest(history=history_until(item, turn_index), tools=list(item.tools),
+                            conversation_date=conversation_date, python_timeout_s=PYTHON_TIMEOUT_S)
+    return render_prompt(request)
 
 
 def completion_ids(turn: Turn) -> list[int]:
     return get_encoding().encode(turn.completion, allowed_special="all")
-
-
-def _render_with_python_tool(request: PromptRequest) -> list[int]:
-    # The server's system and developer messages, with harmony's python tool added to the system
-    # message, then the history with python round trips rendered by harmony itself: the same
-    # messages a tool loop gets from parsing the model's output and appending the tool's.
-    messages = build_messages(replace(request, history=[]))
-    system = messages[0].content[0]
-    if not isinstance(system, SystemContent):
-        raise TypeError("the first message is not the system message")
-    messages[0] = Message.from_role_and_content(Role.SYSTEM, system.with_tools(ToolNamespaceConfig.python()))
-    messages.extend(_history_with_python(request.history))
-    conversation = Conversation.from_messages(messages)
-    return get_encoding().render_conversation_for_completion(conversation, Role.ASSISTANT)
-
-
-def _history_with_python(history: list[dict]) -> list[Message]:
-    messages: list[Message] = []
-    pending: list[dict] = []  # ordinary items, rendered together so that calls pair with outputs
-    for item in history:
-        if item.get("type") != "code_interpreter_call":
-            pending.append(item)
-            continue
-        messages.extend(history_messages(pending))
-        pending = []
-        messages.extend(python_messages(item))
-    messages.extend(history_messages(pending))
-    return messages
-
-
-def python_messages(item: dict) -> list[Message]:
-    """A python tool round trip as harmony messages: the assistant's code, then the tool's output."""
-    call = (
-        Message.from_role_and_content(Role.ASSISTANT, item["code"])
-        .with_channel("analysis")
-        .with_recipient("python")
-        .with_content_type("code")
-    )
-    logs = "".join(str(output.get("logs", "")) for output in item.get("outputs") or [])
-    result = (
-        Message.from_author_and_content(Author.new(Role.TOOL, "python"), logs)
-        .with_channel("analysis")
-        .with_recipient("assistant")
-    )
-    return [call, result]
 
 
 # --- training samples ---------------------------------------------------------------------------

@@ -21,11 +21,27 @@ from openai_harmony import (
     Role,
     SystemContent,
     ToolDescription,
+    ToolNamespaceConfig,
 )
 
 from responses_app.harmony.encoding import get_encoding
 
 FUNCTIONS_NAMESPACE = "functions"
+PYTHON_RECIPIENT = "python"
+BROWSER_NAMESPACE = "browser"
+# Harmony's stock python description says internet access is "UNKNOWN" and gives a fixed
+# timeout; the model should know what the sandbox really allows.
+PYTHON_DESCRIPTION = (
+    "Use this tool to execute Python code in your chain of thought. The code will not be shown to the user. "
+    "This tool should be used for internal reasoning, but not for code that is intended to be visible to the "
+    "user (e.g. when creating plots, tables, or files).\n\n"
+    "When you send a message containing Python code to python, it will be executed in a stateful Jupyter "
+    "notebook environment. python will respond with the output of the execution or time out after {timeout:g} "
+    "seconds. The drive at '/mnt/data' can be used to save and persist user files. Internet access for this "
+    "session is disabled."
+)
+WEB_SEARCH_TYPES = frozenset({"web_search", "web_search_preview", "web_search_preview_2025_03_11",
+                              "web_search_2025_08_26"})
 # Harmony prescribes this content type for function call arguments.
 FUNCTION_CALL_CONTENT_TYPE = "<|constrain|>json"
 
@@ -48,6 +64,10 @@ class PromptRequest:
     tools: list[dict] = field(default_factory=list)  # OpenAI function tools
     tool_choice: str | dict = "auto"  # "none" => no tools are offered to the model
     conversation_date: str | None = None  # YYYY-MM-DD
+    # mcp_list_tools items of the conversation (the latest per server_label wins): the tools
+    # of each MCP server in ``tools``, offered as a harmony namespace named by its label.
+    mcp_listings: list[dict] = field(default_factory=list)
+    python_timeout_s: float = 120.0
 
 
 def render_prompt(request: PromptRequest) -> list[int]:
@@ -74,7 +94,32 @@ def _system_message(request: PromptRequest) -> Message:
     content = SystemContent.new().with_reasoning_effort(effort)
     if request.conversation_date:
         content = content.with_conversation_start_date(request.conversation_date)
+    for namespace in server_tool_namespaces(request):
+        content = content.with_tools(namespace)
     return Message.from_role_and_content(Role.SYSTEM, content)
+
+
+def server_tool_namespaces(request: PromptRequest) -> list[ToolNamespaceConfig]:
+    """Harmony namespaces of the tools the worker runs: python, browser and each MCP server."""
+    if request.tool_choice == "none":
+        return []
+    namespaces: list[ToolNamespaceConfig] = []
+    types = {tool.get("type") for tool in request.tools}
+    if types & WEB_SEARCH_TYPES:
+        namespaces.append(ToolNamespaceConfig.browser())
+    if "code_interpreter" in types:
+        namespaces.append(ToolNamespaceConfig(name=PYTHON_RECIPIENT, tools=[],
+                                              description=PYTHON_DESCRIPTION.format(timeout=request.python_timeout_s)))
+    listings = {listing.get("server_label"): listing for listing in request.mcp_listings}
+    for tool in request.tools:
+        listing = listings.get(tool.get("server_label")) if tool.get("type") == "mcp" else None
+        if listing is None or listing.get("error"):
+            continue
+        tools = [ToolDescription.new(entry["name"], entry.get("description") or "", entry.get("input_schema"))
+                 for entry in listing.get("tools") or []]
+        namespaces.append(ToolNamespaceConfig(name=tool["server_label"], tools=tools,
+                                              description=tool.get("server_description") or ""))
+    return namespaces
 
 
 def _developer_message(request: PromptRequest) -> Message | None:
@@ -128,15 +173,22 @@ def _tool_description(tool: dict) -> ToolDescription:
 
 def history_messages(history: list[dict]) -> list[Message]:
     """Map Responses items to harmony messages, in order."""
-    call_names: dict[str, str] = {}  # call_id -> function name, for the outputs that follow
+    # call_id -> function name, for the outputs that follow; approval request id -> the request.
+    call_names: dict[str, str] = {}
+    approvals: dict[str, dict] = {}
     messages: list[Message] = []
     for index, item in enumerate(history):
         item_type = _item_type(item)
+        if item_type == "function_call":
+            call_names[str(item.get("call_id"))] = _function_name(item, index)
+        if item_type == "mcp_approval_request":
+            approvals[str(item.get("id"))] = item
+        if item_type in TOOL_ITEM_RENDERERS:
+            messages.extend(TOOL_ITEM_RENDERERS[item_type](item, approvals))
+            continue
         renderer = ITEM_RENDERERS.get(item_type)
         if renderer is None:
             raise PromptError(f"Input item {index} has unsupported type {item_type!r}.")
-        if item_type == "function_call":
-            call_names[str(item.get("call_id"))] = _function_name(item, index)
         message = renderer(item, call_names)
         if message is not None:
             messages.append(message)
@@ -214,12 +266,91 @@ def _output_text(output: object) -> str:
 
 
 ItemRenderer = Callable[[dict, dict[str, str]], Message | None]
-# Item type -> renderer; other modules may register built-in tool items here.
 ITEM_RENDERERS: dict[str, ItemRenderer] = {
     "message": _message,
     "reasoning": _reasoning,
     "function_call": _function_call,
     "function_call_output": _function_call_output,
+}
+
+
+# --- server-side tool items ------------------------------------------------------------------
+
+
+def tool_call_message(recipient: str, arguments: str, channel: str, content_type: str) -> Message:
+    return (Message.from_role_and_content(Role.ASSISTANT, arguments).with_channel(channel)
+            .with_recipient(recipient).with_content_type(content_type))
+
+
+def tool_output_message(tool: str, text: str, channel: str) -> Message:
+    return Message.from_author_and_content(Author.new(Role.TOOL, tool), text).with_channel(channel).with_recipient(
+        "assistant")
+
+
+def python_output_text(item: dict) -> str:
+    """What the model reads back from a code_interpreter_call."""
+    return "".join(str(output.get("logs", "")) for output in item.get("outputs") or [] if output.get("type") == "logs")
+
+
+def _code_interpreter_call(item: dict, approvals: dict[str, dict]) -> list[Message]:
+    return [tool_call_message(PYTHON_RECIPIENT, item.get("code") or "", "analysis", "code"),
+            tool_output_message(PYTHON_RECIPIENT, python_output_text(item), "analysis")]
+
+
+def mcp_output_text(item: dict) -> str:
+    if item.get("output") is not None:
+        return str(item["output"])
+    error = item.get("error") or {}
+    if not isinstance(error, dict):
+        return f"Error: {error}"
+    if error.get("type") == "mcp_tool_execution_error":
+        return "Error: " + content_text(error.get("content") or [])
+    return f"Error: {error.get('message') or 'the tool call failed'}"
+
+
+def _mcp_call(item: dict, approvals: dict[str, dict]) -> list[Message]:
+    recipient = f"{item.get('server_label')}.{item.get('name')}"
+    output = tool_output_message(recipient, mcp_output_text(item), "commentary")
+    if item.get("approval_request_id") in approvals:
+        return [output]  # the approval request already stands for the call
+    return [tool_call_message(recipient, item.get("arguments") or "{}", "commentary", FUNCTION_CALL_CONTENT_TYPE),
+            output]
+
+
+def _mcp_approval_request(item: dict, approvals: dict[str, dict]) -> list[Message]:
+    recipient = f"{item.get('server_label')}.{item.get('name')}"
+    return [tool_call_message(recipient, item.get("arguments") or "{}", "commentary", FUNCTION_CALL_CONTENT_TYPE)]
+
+
+DENIED_TEXT = "The user declined to run this tool call."
+
+
+def _mcp_approval_response(item: dict, approvals: dict[str, dict]) -> list[Message]:
+    request = approvals.get(str(item.get("approval_request_id")))
+    if request is None:
+        raise PromptError(f"No mcp_approval_request with id {item.get('approval_request_id')!r} precedes its "
+                          "mcp_approval_response.")
+    if item.get("approve"):
+        return []  # the worker runs the call; its mcp_call item carries the output
+    reason = f" Reason: {item['reason']}" if item.get("reason") else ""
+    return [tool_output_message(f"{request.get('server_label')}.{request.get('name')}", DENIED_TEXT + reason,
+                                "commentary")]
+
+
+def _no_message(item: dict, approvals: dict[str, dict]) -> list[Message]:
+    # mcp_list_tools becomes a namespace of the system message; a web search's pages are not
+    # stored, and its call, like all analysis before a final answer, is dropped by harmony.
+    return []
+
+
+ToolItemRenderer = Callable[[dict, dict[str, dict]], list[Message]]
+TOOL_ITEM_RENDERERS: dict[str, ToolItemRenderer] = {
+    "code_interpreter_call": _code_interpreter_call,
+    "mcp_call": _mcp_call,
+    "mcp_approval_request": _mcp_approval_request,
+    "mcp_approval_response": _mcp_approval_response,
+    "mcp_list_tools": _no_message,
+    "web_search_call": _no_message,
 }
 
 
@@ -251,3 +382,46 @@ def _joined_texts(parts: object) -> str:
         return ""
     texts = [str(part.get("text") or "") for part in parts if isinstance(part, dict)]
     return "\n".join(text for text in texts if text)
+
+
+# --- the tool loop's continuations -------------------------------------------------------------
+
+
+def tool_result_tokens(author: str, text: str, channel: str) -> list[int]:
+    """A tool's message to the assistant, then the header of the assistant's next message:
+    what the tool loop appends to the prompt after the model's call."""
+    encoding = get_encoding()
+    message = tool_output_message(author, text, channel)
+    return [*encoding.render(message), *encoding.encode("<|start|>assistant", allowed_special="all")]
+
+
+def forced_call_prefix(tool_choice: str | dict, tools: list[dict]) -> list[int]:
+    """The start of the assistant message that a forcing ``tool_choice`` prefills: harmony
+    has no switch for it, so the header of the call is written for the model. ``required``
+    with several tools leaves the recipient to the model. Empty when nothing is forced."""
+    text = _forced_header(tool_choice, tools)
+    return get_encoding().encode(text, allowed_special="all") if text else []
+
+
+def _forced_header(tool_choice: str | dict, tools: list[dict]) -> str | None:
+    if tool_choice == "required":
+        if len(tools) != 1:
+            return "<|channel|>commentary to="
+        tool = tools[0]
+        tool_choice = {"type": tool["type"], "name": tool.get("name"), "server_label": tool.get("server_label")}
+    if not isinstance(tool_choice, dict):
+        return None
+    kind = tool_choice.get("type")
+    if kind == "function":
+        recipient = f"{FUNCTIONS_NAMESPACE}.{tool_choice['name']}"
+        return f"<|channel|>commentary to={recipient} {FUNCTION_CALL_CONTENT_TYPE}<|message|>"
+    if kind == "mcp":
+        if tool_choice.get("name"):
+            return (f"<|channel|>commentary to={tool_choice['server_label']}.{tool_choice['name']} "
+                    f"{FUNCTION_CALL_CONTENT_TYPE}<|message|>")
+        return f"<|channel|>commentary to={tool_choice['server_label']}."
+    if kind == "code_interpreter":
+        return f"<|channel|>analysis to={PYTHON_RECIPIENT} code<|message|>"
+    if kind in WEB_SEARCH_TYPES:
+        return f"<|channel|>analysis to={BROWSER_NAMESPACE}.search code<|message|>"
+    return None

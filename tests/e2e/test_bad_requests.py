@@ -78,8 +78,8 @@ def body(**fields: Any) -> dict[str, Any]:
     return {name: value for name, value in base.items() if value is not ...}
 
 
-BUILT_IN_TOOL_TYPES = ["code_interpreter", "mcp", "web_search", "web_search_preview", "file_search",
-                       "image_generation", "computer_use_preview", "local_shell"]
+REFUSED_TOOL_TYPES = ["file_search", "image_generation", "computer_use", "computer_use_preview", "local_shell",
+                      "shell", "custom", "apply_patch"]
 
 # (case id, request body: raw bytes or a JSON value, expected status, expected param, words the message names)
 BAD_CREATES = [
@@ -124,9 +124,32 @@ BAD_CREATES = [
     pytest.param(body(tools=[{"type": "teleport"}]), 400, "tools[0].type", ["teleport"], id="unknown-tool-type"),
     *[
         pytest.param(body(tools=[{"type": tool_type}]), 400, "tools[0].type", [tool_type],
-                     id=f"built-in-tool-{tool_type}")
-        for tool_type in BUILT_IN_TOOL_TYPES
+                     id=f"refused-tool-{tool_type}")
+        for tool_type in REFUSED_TOOL_TYPES
     ],
+    pytest.param(body(tools=[{"type": "code_interpreter"}]), 400, "tools[0].container", ["container"],
+                 id="code-interpreter-without-container"),
+    pytest.param(body(tools=[{"type": "code_interpreter", "container": {"type": "auto", "file_ids": ["file_1"]}}]),
+                 400, "tools[0].container.file_ids", ["file_ids"], id="code-interpreter-file-ids"),
+    pytest.param(body(tools=[{"type": "code_interpreter", "container": {"type": "auto"}}] * 2), 400, "tools",
+                 ["code_interpreter"], id="two-code-interpreters"),
+    pytest.param(body(tools=[{"type": "web_search", "search_context_size": "huge"}]), 400,
+                 "tools[0].search_context_size", ["huge"], id="web-search-bad-context-size"),
+    pytest.param(body(tools=[{"type": "mcp", "server_url": "http://127.0.0.1:1/mcp"}]), 400,
+                 "tools[0].server_label", ["server_label"], id="mcp-without-label"),
+    pytest.param(body(tools=[{"type": "mcp", "server_label": "x", "server_url": "file:///etc/passwd"}]), 400,
+                 "tools[0].server_url", ["http"], id="mcp-url-not-http"),
+    pytest.param(body(tools=[{"type": "mcp", "server_label": "python", "server_url": "https://example.com/mcp"}]),
+                 400, "tools", ["python"], id="mcp-label-reserved"),
+    pytest.param(body(tool_choice="required"), 400, "tool_choice", ["required"], id="tool-choice-required-no-tools"),
+    pytest.param(body(tool_choice={"type": "function", "name": "nope"}), 400, "tool_choice.name", ["nope"],
+                 id="tool-choice-unknown-function"),
+    pytest.param(body(tool_choice={"type": "code_interpreter"}), 400, "tool_choice.type", ["code_interpreter"],
+                 id="tool-choice-code-interpreter-not-in-tools"),
+    pytest.param(body(input=[{"type": "mcp_approval_response", "approval_request_id": "mcpr_x", "approve": "yes"}]),
+                 400, "input[0].approve", ["approve"], id="approval-response-approve-not-boolean"),
+    pytest.param(body(input=[{"type": "mcp_approval_response", "approval_request_id": "mcpr_x", "approve": True}]),
+                 400, "input", ["mcpr_x"], id="approval-response-without-request"),
     pytest.param(body(tools=[{"type": "function", "name": "get weather"}]), 400, "tools[0].name",
                  ["tools[0].name"], id="function-name-with-a-space"),
     pytest.param(body(tools=[{"type": "function", "name": "f" * 65}]), 400, "tools[0].name", [],

@@ -22,6 +22,7 @@ from responses_app.engines.tiny_models import transcript  # noqa: E402  (needs t
 
 CAPITAL = transcript("capital")
 WEATHER = transcript("weather")
+PYTHON = transcript("python")
 GREEDY = {"temperature": 0.0}
 
 
@@ -55,6 +56,20 @@ def test_the_trained_model_calls_a_function_and_answers_with_its_output(alice, v
         model="tiny-trained", previous_response_id=first.id, tools=tools, **GREEDY,
         input=[{"type": "function_call_output", "call_id": call.call_id, "output": '{"sky":"clear"}'}])
     assert second.output_text == final_text(WEATHER.turns[1].completion)
+
+
+def test_the_trained_model_calls_the_python_tool_in_the_sandbox_and_answers_with_its_output(alice, vllm_stack):
+    with alice.responses.stream(model="tiny-trained", input=PYTHON.input, tools=list(PYTHON.tools),
+                                include=["code_interpreter_call.outputs"], **GREEDY) as stream:
+        events = [event.to_dict() for event in stream]
+        final = stream.get_final_response()
+    assert [item.type for item in final.output] == ["reasoning", "code_interpreter_call", "message"]
+    call = final.output[1]
+    assert (call.status, call.code, call.outputs[0].logs) == ("completed", "print(123 * 456)", "56088\n")
+    assert final.output_text == final_text(PYTHON.turns[1].completion)
+    # The second turn's prompt is the first one plus its tokens: vLLM's prefix cache serves it.
+    assert final.usage.input_tokens_details.cached_tokens > 0
+    assert_dense(events)
 
 
 def test_cached_tokens_in_usage_are_vllms_prefix_cache_hits(alice, vllm_stack):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pytest
@@ -74,20 +73,21 @@ def test_weather_second_turn_sees_the_call_and_its_output():
     assert prompt.endswith("<|start|>assistant")
 
 
-def test_python_transcript_adds_only_the_python_tool_to_the_server_prompt():
+def test_python_transcript_is_rendered_with_the_servers_code_interpreter_tool():
     item = transcript("python")
-    prompt = text_of(prompt_ids(item, 0, DATE))
-    assert "## python" in prompt
-    without_tool = re.sub(r"# Tools\n\n## python\n\n.*?\n\n(?=# Valid channels)", "", prompt, flags=re.DOTALL)
-    server = render_prompt(PromptRequest(history=item.input, conversation_date=DATE))
-    assert without_tool == text_of(server)
+    request = PromptRequest(history=item.input, tools=list(item.tools), conversation_date=DATE,
+                            python_timeout_s=tiny_models.PYTHON_TIMEOUT_S)
+    assert prompt_ids(item, 0, DATE) == render_prompt(request)
+    assert "## python" in text_of(prompt_ids(item, 0, DATE))
 
 
-def test_python_second_turn_renders_the_code_and_its_output_with_harmony():
-    prompt = text_of(prompt_ids(transcript("python"), 1, DATE))
-    assert "<|start|>assistant to=python<|channel|>analysis" in prompt
-    assert "<|message|>print(123 * 456)<|call|>" in prompt
-    assert prompt.endswith("<|start|>python to=assistant<|channel|>analysis<|message|>56088<|end|><|start|>assistant")
+def test_python_second_turn_is_the_tool_loops_continuation_of_the_first():
+    item = transcript("python")
+    first = prompt_ids(item, 0, DATE) + tiny_models.completion_ids(item.turns[0])
+    second = prompt_ids(item, 1, DATE)
+    assert second[: len(first)] == first  # what vLLM's prefix cache reuses
+    assert text_of(second[len(first) :]) == \
+        "<|start|>python to=assistant<|channel|>analysis<|message|>56088\n<|end|><|start|>assistant"
 
 
 def test_completions_parse_as_harmony_and_end_with_a_stop_token():
@@ -166,7 +166,7 @@ def test_fingerprint_follows_the_build_inputs(monkeypatch):
     monkeypatch.setattr(tiny_models, "BUILD_VERSION", tiny_models.BUILD_VERSION + 1)
     assert tiny_models.fingerprint("random") != random_before
     monkeypatch.undo()
-    changed = (tiny_models.Transcript("extra", (tiny_models.Turn(({"role": "user", "content": "hi"},), "x"),)),)
+    changed = (tiny_models.Transcript("extra", (tiny_models.Turn("x", ({"role": "user", "content": "hi"},)),)),)
     monkeypatch.setattr(tiny_models, "TRANSCRIPTS", TRANSCRIPTS + changed)
     assert tiny_models.fingerprint("trained") != trained_before
     assert tiny_models.fingerprint("random") == random_before

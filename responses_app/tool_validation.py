@@ -1,0 +1,219 @@
+"""Validation of a create request's ``tools`` and ``tool_choice``, and of the tool items a
+client may send back (``mcp_approval_response``).
+
+Function tools run on the client; code_interpreter, mcp and web_search run in the worker's
+tool loop. Tool types this server does not run are refused by name with a 400.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from .errors import InvalidRequest
+from .ids import new_id
+
+NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+WEB_SEARCH_TYPES = frozenset({"web_search", "web_search_preview", "web_search_preview_2025_03_11",
+                              "web_search_2025_08_26"})
+SERVER_TOOL_TYPES = frozenset({"code_interpreter", "mcp", *WEB_SEARCH_TYPES})
+# Tool types of the Responses API that this server does not run (yet).
+UNSUPPORTED_TOOL_TYPES = frozenset({"file_search", "image_generation", "computer_use", "computer_use_preview",
+                                    "local_shell", "shell", "custom", "apply_patch"})
+SEARCH_CONTEXT_SIZES = ("low", "medium", "high")
+
+
+def invalid_type(param: str, expected: str, value: Any) -> InvalidRequest:
+    names = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
+    got = names.get(type(value), "null" if value is None else type(value).__name__)
+    return InvalidRequest(f"Invalid type for '{param}': expected {expected}, but got {got}.", param=param,
+                          code="invalid_type")
+
+
+# --- tools -------------------------------------------------------------------------------------
+
+
+def validate_tools(value: Any) -> list[dict[str, Any]]:
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise invalid_type("tools", "an array", value)
+    tools: list[dict[str, Any]] = []
+    function_names: set[str] = set()
+    server_labels: set[str] = set()
+    for index, tool in enumerate(value):
+        param = f"tools[{index}]"
+        if not isinstance(tool, dict):
+            raise invalid_type(param, "an object", tool)
+        tool_type = tool.get("type")
+        if not isinstance(tool_type, str):
+            raise invalid_type(f"{param}.type", "a string", tool_type)
+        if tool_type in UNSUPPORTED_TOOL_TYPES:
+            raise InvalidRequest(f"Tool type '{tool_type}' is not supported by this server yet.",
+                                 param=f"{param}.type", code="unsupported_tool_type")
+        if tool_type == "function":
+            tool = function_tool(tool, param)
+            _unique(tool["name"], function_names, f"Duplicate function name '{tool['name']}'.", f"{param}.name")
+        elif tool_type == "code_interpreter":
+            tool = _code_interpreter_tool(tool, param)
+        elif tool_type in WEB_SEARCH_TYPES:
+            tool = _web_search_tool(tool, param)
+        elif tool_type == "mcp":
+            from tools_app.mcp.servers import validate_mcp_tool
+
+            tool = validate_mcp_tool(tool, param)
+            _unique(tool["server_label"], server_labels, f"Duplicate MCP server_label '{tool['server_label']}'.",
+                    f"{param}.server_label")
+        else:
+            raise InvalidRequest(f"Invalid value for '{param}.type': {tool_type!r}.", param=f"{param}.type",
+                                 code="invalid_value")
+        tools.append(tool)
+    for singleton in ("code_interpreter", "web_search"):
+        if sum(1 for tool in tools if _family(tool["type"]) == singleton) > 1:
+            raise InvalidRequest(f"At most one {singleton} tool may be given.", param="tools")
+    # MCP labels name harmony namespaces beside the built-in ones.
+    for label in server_labels & {"functions", "python", "browser"}:
+        raise InvalidRequest(f"The MCP server_label '{label}' is reserved.", param="tools")
+    return tools
+
+
+def _family(tool_type: str) -> str:
+    return "web_search" if tool_type in WEB_SEARCH_TYPES else tool_type
+
+
+def _unique(name: str, seen: set[str], message: str, param: str) -> None:
+    if name in seen:
+        raise InvalidRequest(message, param=param)
+    seen.add(name)
+
+
+def _known_keys(tool: dict, param: str, keys: tuple[str, ...]) -> None:
+    for key in tool:
+        if key not in keys:
+            raise InvalidRequest(f"Unknown parameter: '{param}.{key}'.", param=f"{param}.{key}",
+                                 code="unknown_parameter")
+
+
+def function_tool(tool: dict, param: str) -> dict[str, Any]:
+    _known_keys(tool, param, ("type", "name", "description", "parameters", "strict"))
+    name = tool.get("name")
+    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        raise InvalidRequest(f"'{param}.name' must match ^[a-zA-Z0-9_-]{{1,64}}$.", param=f"{param}.name")
+    description = tool.get("description")
+    if description is not None and not isinstance(description, str):
+        raise invalid_type(f"{param}.description", "a string", description)
+    parameters = tool.get("parameters")
+    if parameters is not None and not isinstance(parameters, dict):
+        raise invalid_type(f"{param}.parameters", "an object", parameters)
+    strict = tool.get("strict")
+    if strict is not None and not isinstance(strict, bool):
+        raise invalid_type(f"{param}.strict", "a boolean", strict)
+    return {
+        "type": "function",
+        "name": name,
+        "description": description,
+        "parameters": parameters or {"type": "object", "properties": {}},
+        "strict": True if strict is None else strict,
+    }
+
+
+def _code_interpreter_tool(tool: dict, param: str) -> dict[str, Any]:
+    _known_keys(tool, param, ("type", "container"))
+    container = tool.get("container")
+    if isinstance(container, str):
+        if not container.startswith("cntr_"):
+            raise InvalidRequest(f"Invalid container id '{container}'.", param=f"{param}.container")
+        return {"type": "code_interpreter", "container": container}
+    if not isinstance(container, dict):
+        raise InvalidRequest(f"Missing required parameter: '{param}.container' (a container id or "
+                             "{'type': 'auto'}).", param=f"{param}.container", code="missing_required_parameter")
+    _known_keys(container, f"{param}.container", ("type", "file_ids", "memory_limit"))
+    if container.get("type") != "auto":
+        raise InvalidRequest(f"Invalid value for '{param}.container.type': {container.get('type')!r}; "
+                             "use 'auto'.", param=f"{param}.container.type", code="invalid_value")
+    if container.get("file_ids"):
+        raise InvalidRequest("container.file_ids is not supported: this server has no Files API.",
+                             param=f"{param}.container.file_ids")
+    if container.get("memory_limit") not in (None, "1g"):
+        raise InvalidRequest("container.memory_limit is set by the operator (SANDBOX_MEMORY_MB) on this server.",
+                             param=f"{param}.container.memory_limit")
+    return {"type": "code_interpreter", "container": {"type": "auto"}}
+
+
+def _web_search_tool(tool: dict, param: str) -> dict[str, Any]:
+    _known_keys(tool, param, ("type", "search_context_size", "user_location", "filters"))
+    size = tool.get("search_context_size", "medium")
+    if size not in SEARCH_CONTEXT_SIZES:
+        raise InvalidRequest(f"Invalid value for '{param}.search_context_size': {size!r}.",
+                             param=f"{param}.search_context_size", code="invalid_value")
+    for key in ("user_location", "filters"):
+        if tool.get(key) is not None and not isinstance(tool[key], dict):
+            raise invalid_type(f"{param}.{key}", "an object", tool[key])
+    result = {"type": tool["type"], "search_context_size": size}
+    if tool.get("user_location") is not None:
+        result["user_location"] = tool["user_location"]
+    if tool.get("filters") is not None:
+        result["filters"] = tool["filters"]
+    return result
+
+
+# --- tool_choice --------------------------------------------------------------------------------
+
+
+def validate_tool_choice(value: Any, tools: list[dict[str, Any]]) -> str | dict[str, Any]:
+    """``auto`` / ``none`` / ``required``, or a named tool that must be among ``tools``."""
+    if value in ("auto", "none"):
+        return value
+    if value == "required":
+        if not tools:
+            raise InvalidRequest("tool_choice 'required' needs at least one tool.", param="tool_choice")
+        return value
+    if not isinstance(value, dict):
+        raise InvalidRequest(f"Invalid value for 'tool_choice': {value!r}.", param="tool_choice",
+                             code="invalid_value")
+    choice_type = value.get("type")
+    if choice_type == "function":
+        name = value.get("name")
+        if not any(tool["type"] == "function" and tool["name"] == name for tool in tools):
+            raise InvalidRequest(f"tool_choice names the function {name!r}, which is not in 'tools'.",
+                                 param="tool_choice.name")
+        return {"type": "function", "name": name}
+    if choice_type == "mcp":
+        label, name = value.get("server_label"), value.get("name")
+        if not any(tool["type"] == "mcp" and tool["server_label"] == label for tool in tools):
+            raise InvalidRequest(f"tool_choice names the MCP server {label!r}, which is not in 'tools'.",
+                                 param="tool_choice.server_label")
+        if name is not None and not isinstance(name, str):
+            raise invalid_type("tool_choice.name", "a string", name)
+        return {"type": "mcp", "server_label": label, **({"name": name} if name else {})}
+    if choice_type in ("code_interpreter", *WEB_SEARCH_TYPES):
+        if not any(_family(tool["type"]) == _family(choice_type) for tool in tools):
+            raise InvalidRequest(f"tool_choice names {choice_type!r}, which is not in 'tools'.",
+                                 param="tool_choice.type")
+        return {"type": choice_type}
+    if choice_type == "allowed_tools":
+        raise InvalidRequest("tool_choice 'allowed_tools' is not supported by this server yet.",
+                             param="tool_choice.type")
+    raise InvalidRequest(f"Invalid value for 'tool_choice.type': {choice_type!r}.", param="tool_choice.type",
+                         code="invalid_value")
+
+
+# --- tool items a client sends ------------------------------------------------------------------
+
+
+def approval_response_item(item: dict, param: str) -> dict[str, Any]:
+    _known_keys(item, param, ("type", "id", "approval_request_id", "approve", "reason"))
+    request_id = item.get("approval_request_id")
+    if not isinstance(request_id, str) or not request_id:
+        raise invalid_type(f"{param}.approval_request_id", "a non-empty string", request_id)
+    approve = item.get("approve")
+    if not isinstance(approve, bool):
+        raise invalid_type(f"{param}.approve", "a boolean", approve)
+    reason = item.get("reason")
+    if reason is not None and not isinstance(reason, str):
+        raise invalid_type(f"{param}.reason", "a string", reason)
+    item_id = item.get("id")
+    if item_id is not None and not isinstance(item_id, str):
+        raise invalid_type(f"{param}.id", "a string", item_id)
+    return {"type": "mcp_approval_response", "id": item_id or new_id("mcpr"), "approval_request_id": request_id,
+            "approve": approve, **({"reason": reason} if reason else {})}

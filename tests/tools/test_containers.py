@@ -1,0 +1,220 @@
+"""Code interpreter containers as services: resolving a request's container (tenant
+scoped), running code in it (serialised, stateful across lookups), expiry, and the file
+endpoint. Real bubblewrap, real database (SQLite or PostgreSQL)."""
+
+from __future__ import annotations
+
+import fcntl
+import threading
+import time
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from responses_app.auth import create_api_key
+from responses_app.models import Tenant
+from tools_app import tasks
+from tools_app.containers import (
+    ContainerNotFound,
+    container_file,
+    execute,
+    expire_idle_containers,
+    resolve_container,
+)
+from tools_app.models import Container, ContainerStatus
+from tools_app.sandbox import Workspace
+
+pytestmark = [pytest.mark.django_db, pytest.mark.core]
+
+
+@pytest.fixture(autouse=True)
+def containers_dir(settings, tmp_path):
+    settings.CONTAINERS_DIR = tmp_path / "containers"
+    settings.CONTAINER_IDLE_TIMEOUT_S = 600
+    return settings.CONTAINERS_DIR
+
+
+@pytest.fixture
+def alice_key() -> str:
+    return create_api_key("alice-containers")[1]
+
+
+@pytest.fixture
+def bob_key() -> str:
+    return create_api_key("bob-containers")[1]
+
+
+@pytest.fixture
+def alice(alice_key) -> Tenant:
+    return Tenant.objects.get(name="alice-containers")
+
+
+@pytest.fixture
+def bob(bob_key) -> Tenant:
+    return Tenant.objects.get(name="bob-containers")
+
+
+def expire(container: Container) -> None:
+    Container.objects.filter(pk=container.pk).update(status=ContainerStatus.EXPIRED)
+
+
+# --- resolve_container ----------------------------------------------------------------------
+
+
+def test_auto_creates_a_running_container_with_its_dir(alice, containers_dir):
+    container = resolve_container(alice.pk, {"type": "auto"})
+    assert container.id.startswith("cntr_")
+    assert (container.tenant_id, container.status, container.idle_timeout_s) == (alice.pk, "running", 600)
+    assert (containers_dir / container.id / "data").is_dir()
+
+
+def test_auto_reuses_the_conversations_container_only_if_it_is_the_tenants_and_running(alice, bob):
+    earlier = resolve_container(alice.pk, {"type": "auto"})
+    assert resolve_container(alice.pk, {"type": "auto"}, reuse_id=earlier.id) == earlier
+    assert resolve_container(bob.pk, {"type": "auto"}, reuse_id=earlier.id) not in (earlier, None)
+    expire(earlier)
+    fresh = resolve_container(alice.pk, {"type": "auto", "file_ids": []}, reuse_id=earlier.id)
+    assert fresh != earlier and fresh.status == "running"
+
+
+def test_an_explicit_id_must_be_the_tenants_running_container(alice, bob):
+    container = resolve_container(alice.pk, {"type": "auto"})
+    assert resolve_container(alice.pk, container.id) == container
+    with pytest.raises(ContainerNotFound, match=f"^Container '{container.id}' not found or expired.$"):
+        resolve_container(bob.pk, container.id)
+    with pytest.raises(ContainerNotFound, match="not found or expired"):
+        resolve_container(alice.pk, "cntr_doesnotexist")
+    expire(container)
+    with pytest.raises(ContainerNotFound, match="not found or expired"):
+        resolve_container(alice.pk, container.id)
+
+
+# --- execute ------------------------------------------------------------------------------
+
+
+def test_state_persists_across_calls_and_a_new_lookup_of_the_container(alice):
+    container = resolve_container(alice.pk, {"type": "auto"})
+    first = execute(container, "import json\nanswer = 42\ndef double(n):\n    return 2 * n")
+    assert first.error is None
+    again = resolve_container(alice.pk, {"type": "auto"}, reuse_id=container.id)
+    assert execute(again, "json.dumps({'v': double(answer)})").logs == "'{\"v\": 84}'\n"
+
+
+def test_containers_do_not_share_state_or_files(alice):
+    one = resolve_container(alice.pk, {"type": "auto"})
+    other = resolve_container(alice.pk, {"type": "auto"})
+    execute(one, "secret = 1\nopen('mine.txt', 'w').write('x')")
+    result = execute(other, "import os\nprint('secret' in globals(), os.listdir('.'))")
+    assert result.logs == "False []\n"
+
+
+def test_execute_records_activity_and_lists_files(alice):
+    container = resolve_container(alice.pk, {"type": "auto"})
+    Container.objects.filter(pk=container.pk).update(last_active_at=timezone.now() - timedelta(hours=1))
+    result = execute(container, "open('report.txt', 'w').write('done')")
+    assert result.files == ["report.txt"] and result.error is None
+    container.refresh_from_db()
+    assert timezone.now() - container.last_active_at < timedelta(seconds=30)
+
+
+def test_execute_refuses_an_expired_container(alice):
+    container = resolve_container(alice.pk, {"type": "auto"})
+    expire(container)
+    with pytest.raises(ContainerNotFound):
+        execute(container, "print(1)")
+
+
+def test_calls_on_one_container_wait_for_each_other(alice):
+    container = resolve_container(alice.pk, {"type": "auto"})
+    workspace = Workspace.for_container(container.id)
+    released_at: list[float] = []
+    held = threading.Event()
+
+    def hold_the_lock() -> None:
+        # What a call in another worker process does: hold the container's lock file.
+        with open(workspace.lock_path, "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            held.set()
+            time.sleep(1.0)
+            released_at.append(time.time())
+
+    other = threading.Thread(target=hold_the_lock)
+    other.start()
+    held.wait()
+    result = execute(container, "import time\ntime.time()")
+    other.join()
+    assert float(result.logs) > released_at[0]
+
+
+# --- expiry -------------------------------------------------------------------------------
+
+
+def test_idle_containers_expire_and_lose_their_files(alice, containers_dir):
+    idle = resolve_container(alice.pk, {"type": "auto"})
+    active = resolve_container(alice.pk, {"type": "auto"})
+    execute(idle, "open('f.txt', 'w').write('x')")
+    Container.objects.filter(pk=idle.pk).update(last_active_at=timezone.now() - timedelta(seconds=601))
+    assert expire_idle_containers() == 1
+    assert Container.objects.get(pk=idle.pk).status == "expired"
+    assert Container.objects.get(pk=active.pk).status == "running"
+    assert not (containers_dir / idle.id).exists()
+    assert (containers_dir / active.id).exists()
+    assert expire_idle_containers() == 0
+
+
+def test_a_container_busy_in_a_call_is_not_expired(alice):
+    container = resolve_container(alice.pk, {"type": "auto"})
+    Container.objects.filter(pk=container.pk).update(last_active_at=timezone.now() - timedelta(hours=1))
+    with open(Workspace.for_container(container.id).lock_path, "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        assert expire_idle_containers() == 0
+    assert tasks.expire_idle_containers() == 1
+
+
+# --- files ----------------------------------------------------------------------------------
+
+
+def test_container_file_is_tenant_scoped_and_stays_in_the_work_dir(alice, bob):
+    container = resolve_container(alice.pk, {"type": "auto"})
+    execute(container, "import os\nos.makedirs('out')\nopen('out/a.txt', 'w').write('a')\n"
+                       "os.symlink('/etc/passwd', 'passwd')\nos.symlink('/etc', 'etc')")
+    assert container_file(alice.pk, container.id, "out/a.txt").read_text() == "a"
+    with pytest.raises(ContainerNotFound):
+        container_file(bob.pk, container.id, "out/a.txt")
+    for path in ("../session/session.pkl", "/etc/passwd", "passwd", "etc/passwd", "out", "missing.txt", ""):
+        with pytest.raises(FileNotFoundError):
+            container_file(alice.pk, container.id, path)
+
+
+def test_the_file_endpoint_serves_bytes_to_the_owner_only(client, alice, alice_key, bob_key):
+    container = resolve_container(alice.pk, {"type": "auto"})
+    execute(container, "open('data.csv', 'w').write('a,b\\n1,2\\n')\nimport os\nos.symlink('/etc/passwd', 'p')")
+    url = f"/v1/containers/{container.id}/files/data.csv"
+
+    reply = client.get(url, HTTP_AUTHORIZATION=f"Bearer {alice_key}")
+    assert reply.status_code == 200
+    assert b"".join(reply.streaming_content) == b"a,b\n1,2\n"
+    assert reply["Content-Disposition"] == 'attachment; filename="data.csv"'
+
+    other = client.get(url, HTTP_AUTHORIZATION=f"Bearer {bob_key}")
+    unknown = client.get("/v1/containers/cntr_nope/files/data.csv", HTTP_AUTHORIZATION=f"Bearer {bob_key}")
+    assert other.status_code == unknown.status_code == 404
+    assert other.json()["error"]["message"] == f"Container '{container.id}' not found or expired."
+    assert set(other.json()["error"]) == {"message", "type", "param", "code"}
+
+    for path in ("p", "..%2Fsession%2Fsession.pkl", "missing.csv"):
+        missing = client.get(f"/v1/containers/{container.id}/files/{path}", HTTP_AUTHORIZATION=f"Bearer {alice_key}")
+        assert missing.status_code == 404 and missing.json()["error"]["type"] == "invalid_request_error"
+
+    assert client.get(url).status_code == 401
+
+
+def test_the_admin_lists_containers_read_only(client, django_user_model, alice):
+    container = resolve_container(alice.pk, {"type": "auto"})
+    client.force_login(django_user_model.objects.create_superuser("operator", "op@example.com", "pw"))
+    listing = client.get("/admin/tools_app/container/")
+    assert listing.status_code == 200 and container.id in listing.content.decode()
+    detail = client.get(f"/admin/tools_app/container/{container.id}/change/")
+    assert detail.status_code == 200 and 'name="status"' not in detail.content.decode()
+    assert client.get("/admin/tools_app/container/add/").status_code == 403

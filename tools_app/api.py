@@ -1,0 +1,28 @@
+"""HTTP endpoints of the tools under /v1: reading a code interpreter container's files.
+Authenticated and tenant-scoped like every /v1 endpoint (DRF with the API-key auth)."""
+
+from __future__ import annotations
+
+import os
+
+from django.http import FileResponse
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from responses_app.errors import NotFound
+from tools_app import containers
+
+
+class ContainerFileContentView(APIView):
+    def get(self, request: Request, container_id: str, path: str) -> FileResponse:
+        try:
+            fd = containers.open_container_file(request.user.tenant.pk, container_id, path)
+        except containers.ContainerNotFound as error:
+            raise NotFound(str(error), param="container_id")
+        except (FileNotFoundError, ValueError):
+            raise NotFound(f"File '{path}' not found in container '{container_id}'.", param="path")
+        response = FileResponse(os.fdopen(fd, "rb"), as_attachment=True, filename=os.path.basename(path))
+        # Files are written by model-run code: never let a browser treat one as a page.
+        response["Content-Security-Policy"] = "sandbox"
+        response["X-Content-Type-Options"] = "nosniff"
+        return response

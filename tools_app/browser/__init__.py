@@ -1,0 +1,1 @@
+"""The harmony `browser` tool (web_search): search backends, browsing sessions, citations."""

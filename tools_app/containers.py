@@ -1,0 +1,153 @@
+"""Code interpreter containers: find or create one for a request, run code in it, expire
+idle ones, and serve its files. Every lookup is scoped to the caller's tenant."""
+
+from __future__ import annotations
+
+import fcntl
+import logging
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import timedelta
+from pathlib import Path
+
+from django.conf import settings
+from django.utils import timezone
+
+from tools_app.models import Container, ContainerStatus
+from tools_app.sandbox import ExecutionResult, Workspace, run_code
+from tools_app.sandbox.files import open_beneath
+
+logger = logging.getLogger(__name__)
+
+
+class ContainerNotFound(Exception):
+    """The container does not exist, belongs to another tenant, or has expired. The message
+    is safe to show to the client, and the same in all three cases."""
+
+    def __init__(self, container_id: str) -> None:
+        super().__init__(f"Container '{container_id}' not found or expired.")
+        self.container_id = container_id
+
+
+def resolve_container(tenant_id: int, spec: str | dict, reuse_id: str | None = None) -> Container:
+    """The container for a request's code_interpreter tool.
+
+    `spec` is the tool's `container`: an id (which must be the tenant's and running) or
+    `{"type": "auto", ...}`, which reuses `reuse_id` (the container of an earlier call in the
+    conversation) when that is still the tenant's and running, and otherwise creates one."""
+    if isinstance(spec, str):
+        container = _running(tenant_id, spec)
+        if container is None:
+            raise ContainerNotFound(spec)
+        return container
+    if isinstance(spec, dict) and spec.get("type") == "auto":
+        if reuse_id:
+            container = _running(tenant_id, reuse_id)
+            if container is not None:
+                return container
+        return create_container(tenant_id)
+    raise ValueError(f"Unsupported code_interpreter container: {spec!r}")
+
+
+def create_container(tenant_id: int, name: str = "") -> Container:
+    container = Container.objects.create(tenant_id=tenant_id, name=name,
+                                         idle_timeout_s=settings.CONTAINER_IDLE_TIMEOUT_S)
+    Workspace.for_container(container.pk).create()
+    return container
+
+
+def execute(container: Container, code: str, timeout_s: float | None = None) -> ExecutionResult:
+    """Run code in the container's session, one call at a time per container (across worker
+    processes). Raises ContainerNotFound if the container has expired."""
+    workspace = Workspace.for_container(container.pk)
+    if not _is_running(container.pk):
+        raise ContainerNotFound(container.pk)
+    workspace.create()
+    with _locked(workspace):
+        # Checked again under the lock: expiry takes the same lock before deleting the dir.
+        if not _touch(container):
+            workspace.remove()  # it expired while we waited: drop what create() remade
+            raise ContainerNotFound(container.pk)
+        result = run_code(workspace, code, timeout_s)
+        _touch(container)
+    return result
+
+
+def expire_idle_containers() -> int:
+    """Mark containers idle past their idle_timeout_s expired and delete their dirs; a
+    container in the middle of a call is skipped. Returns how many expired."""
+    now = timezone.now()
+    expired = 0
+    candidates = Container.objects.filter(status=ContainerStatus.RUNNING).values_list(
+        "pk", "last_active_at", "idle_timeout_s")
+    for container_id, last_active_at, idle_timeout_s in candidates.iterator():
+        if last_active_at + timedelta(seconds=idle_timeout_s) > now:
+            continue
+        workspace = Workspace.for_container(container_id)
+        with _locked(workspace, wait=False) as acquired:
+            if not acquired:
+                continue
+            # Compare-and-set: a call that touched the container since we looked wins.
+            updated = Container.objects.filter(pk=container_id, status=ContainerStatus.RUNNING,
+                                               last_active_at=last_active_at).update(status=ContainerStatus.EXPIRED)
+            if updated:
+                workspace.remove()
+                expired += 1
+    if expired:
+        logger.info("Expired %d idle code interpreter containers", expired)
+    return expired
+
+
+def container_file(tenant_id: int, container_id: str, path: str) -> Path:
+    """The host path of a file in the tenant's running container, for serving it. Raises
+    ContainerNotFound for a container that is not the tenant's or not running, and
+    FileNotFoundError for a path that is missing, not a regular file, or leaves the work dir
+    (.., absolute, or through a symlink)."""
+    if _running(tenant_id, container_id) is None:
+        raise ContainerNotFound(container_id)
+    workspace = Workspace.for_container(container_id)
+    fd = open_beneath(workspace.data_dir, path)
+    os.close(fd)
+    return workspace.data_dir / path.strip("/")
+
+
+def open_container_file(tenant_id: int, container_id: str, path: str) -> int:
+    """Like container_file, but an open read-only fd of the file: nothing can be swapped in
+    between the checks and the read."""
+    if _running(tenant_id, container_id) is None:
+        raise ContainerNotFound(container_id)
+    return open_beneath(Workspace.for_container(container_id).data_dir, path)
+
+
+def _running(tenant_id: int, container_id: str) -> Container | None:
+    return Container.objects.filter(pk=container_id, tenant_id=tenant_id, status=ContainerStatus.RUNNING).first()
+
+
+def _is_running(container_id: str) -> bool:
+    return Container.objects.filter(pk=container_id, status=ContainerStatus.RUNNING).exists()
+
+
+def _touch(container: Container) -> bool:
+    now = timezone.now()
+    updated = Container.objects.filter(pk=container.pk, status=ContainerStatus.RUNNING).update(last_active_at=now)
+    if updated:
+        container.last_active_at = now
+    return bool(updated)
+
+
+@contextmanager
+def _locked(workspace: Workspace, wait: bool = True) -> Iterator[bool]:
+    """Hold the container's lock file (fcntl: shared by every worker process on the host).
+    Yields False, holding nothing, when wait is False and the lock is taken."""
+    workspace.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(workspace.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        yield True
+    finally:
+        os.close(fd)
