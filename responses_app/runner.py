@@ -270,8 +270,9 @@ class Generation:
     def run(self, prompt: list[int]) -> tuple[str, dict | None]:
         request = self.response.request
         prefill = forced_call_prefix(request.get("tool_choice", "auto"), request.get("tools", []))
+        base_id = f"{self.response.pk}:{self.response.attempts}"
         for turn in range(settings.MAX_TOOL_TURNS):
-            end = self._turn(prompt, prefill, f"{self.response.pk}:{self.response.attempts}:{turn}")
+            end = self._turn(prompt, prefill, base_id if turn == 0 else f"{base_id}:turn{turn}")
             prefill = []
             if end.call is None:
                 return end.status, end.details

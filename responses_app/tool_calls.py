@@ -108,7 +108,9 @@ class Toolbox:
             if label not in listed:
                 self._list_mcp_tools(label, tool)
         approvals = {item["id"]: item for item in self.history if item.get("type") == "mcp_approval_request"}
-        done = {item.get("approval_request_id") for item in self.builder.output if item.get("type") == "mcp_call"}
+        # An approval answered earlier in the chain (or before a retry of this response) ran then.
+        done = {item.get("approval_request_id") for item in self.history + self.builder.output
+                if item.get("type") == "mcp_call"}
         for item in self.history:
             if item.get("type") != "mcp_approval_response" or not item.get("approve"):
                 continue
