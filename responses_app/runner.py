@@ -297,8 +297,9 @@ class Generation:
         self.tokens = []
         if self._remaining() == 0:  # the earlier turns spent the budget
             return TurnEnd([], status=ResponseStatus.INCOMPLETE, details={"reason": "max_output_tokens"})
-        for token_id in prefill:
-            self._feed(token_id)
+        self.tokens = list(prefill)
+        for step in self.parser.prefill(prefill):
+            self._route(step)
         constrained = self.output_format["type"] != "text"
         # Structured outputs constrain the final answer only, so that reasoning stays free:
         # the first engine call stops where the final message begins, and a second one,

@@ -100,6 +100,14 @@ class OutputParser:
             return self._after_text_token()
         return self._after_special_token(token_id)
 
+    def prefill(self, token_ids: list[int]) -> list[ParserEvent]:
+        """Tokens the server wrote into the prompt after ``<|start|>assistant`` (a forced
+        call's header): parsed like the model's own, counted as input, not output."""
+        counts = (self.output_tokens, self.reasoning_tokens)
+        events = [event for token_id in token_ids for event in self.feed(token_id)]
+        self.output_tokens, self.reasoning_tokens = counts
+        return events
+
     def close(self) -> list[ParserEvent]:
         """End of the engine stream: finish a message cut off mid-content."""
         if self._closed:

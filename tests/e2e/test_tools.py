@@ -222,6 +222,16 @@ def test_a_named_tool_choice_prefills_the_call(alice):
     assert response.tool_choice.name == "get_weather"
 
 
+@pytest.mark.parametrize("extra_tools", [[], [CODE_INTERPRETER]], ids=["one-tool", "two-tools"])
+def test_tool_choice_required_prefills_a_call_header(alice, extra_tools):
+    weather = {"type": "function", "name": "get_weather", "parameters": {"type": "object", "properties": {}}}
+    call = '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{"city": "Rome"}<|call|>'
+    _, response = stream_response(alice, tools=[weather, *extra_tools], tool_choice="required",
+                                  input=call + final("done"))
+    [item] = response.output
+    assert (item.type, item.name, item.arguments) == ("function_call", "get_weather", '{"city": "Rome"}')
+
+
 def test_tool_choice_none_offers_no_tools_and_a_call_fails_the_response(alice):
     _, response = stream_response(alice, tools=[CODE_INTERPRETER], tool_choice="none",
                                   input=script(python_call("print(1)"), final("no")))

@@ -72,6 +72,15 @@ def test_the_trained_model_calls_the_python_tool_in_the_sandbox_and_answers_with
     assert_dense(events)
 
 
+def test_a_named_tool_choice_forces_a_real_model_into_the_call(alice, vllm_stack):
+    # The random model never completes a harmony header by itself; the prefilled one makes
+    # whatever it writes next the arguments of the forced call.
+    weather = dict(WEATHER.tools[0])
+    response = alice.responses.create(model="tiny-random", input="Hello", tools=[weather], max_output_tokens=8,
+                                      tool_choice={"type": "function", "name": "get_weather"}, **GREEDY)
+    assert response.output[0].type == "function_call" and response.output[0].name == "get_weather"
+
+
 def test_cached_tokens_in_usage_are_vllms_prefix_cache_hits(alice, vllm_stack):
     # vLLM's CPU prefix cache works in blocks of 128 tokens: a 300-token prompt sent twice
     # is served from the cache in whole blocks the second time.

@@ -187,3 +187,13 @@ def test_parser_stays_failed_after_rejecting_output():
             parser.feed(token)
     with pytest.raises(HarmonyOutputError):
         parser.feed(tokens("x")[0])
+
+
+def test_a_prefilled_header_is_parsed_but_counted_as_input():
+    parser = OutputParser()
+    events = parser.prefill(tokens("<|channel|>analysis to=python code<|message|>"))
+    assert [type(event) for event in events] == [MessageStarted]
+    assert (parser.output_tokens, parser.reasoning_tokens) == (0, 0)
+    events = [event for token_id in tokens("print(1)<|call|>") for event in parser.feed(token_id)]
+    assert finished(events) == [MessageFinished(kind="tool_call", recipient="python", name=None, text="print(1)")]
+    assert parser.output_tokens == parser.reasoning_tokens == len(tokens("print(1)<|call|>"))
