@@ -14,9 +14,20 @@ from .ids import new_id
 class Tenant(models.Model):
     name = models.CharField(max_length=100, unique=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Limits enforced when a response is created (empty: no limit).
+    max_concurrent_background = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Background responses queued or running at once.")
+    requests_per_minute = models.PositiveIntegerField(null=True, blank=True, help_text="Creates per minute.")
+    max_output_tokens = models.PositiveIntegerField(
+        null=True, blank=True, help_text="The most output tokens one response may ask for (and its default).")
 
     def __str__(self) -> str:
         return self.name
+
+
+class ApiKeyScope(models.TextChoices):
+    READ_WRITE = "read_write", "Read and write"
+    READ_ONLY = "read_only", "Read only (retrieve and stream)"
 
 
 class ApiKey(models.Model):
@@ -24,6 +35,8 @@ class ApiKey(models.Model):
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=100, blank=True)
+    scope = models.CharField(max_length=16, choices=ApiKeyScope.choices, default=ApiKeyScope.READ_WRITE)
+    expires_at = models.DateTimeField(null=True, blank=True)
     prefix = models.CharField(max_length=16, unique=True)
     secret_hmac = models.CharField(max_length=64)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -66,6 +79,8 @@ class Response(models.Model):
     # what the worker needs to build the prompt and what the Response object echoes.
     request = models.JSONField(default=dict)
     previous_response_id = models.CharField(max_length=64, null=True, blank=True)
+    # Set on a response an operator re-ran from the admin: the response it copies.
+    rerun_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns")
     error = models.JSONField(null=True, blank=True)
     incomplete_details = models.JSONField(null=True, blank=True)
     usage = models.JSONField(null=True, blank=True)
@@ -138,3 +153,19 @@ class ResponseEvent(models.Model):
             models.UniqueConstraint(fields=["response", "sequence_number"], name="event_sequence_unique"),
         ]
         ordering = ["sequence_number"]
+
+
+class TenantDailyUsage(models.Model):
+    """Tokens a tenant's responses used, per UTC day (added when each response ends)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="daily_usage")
+    day = models.DateField()
+    responses = models.PositiveIntegerField(default=0)
+    input_tokens = models.PositiveBigIntegerField(default=0)
+    output_tokens = models.PositiveBigIntegerField(default=0)
+    reasoning_tokens = models.PositiveBigIntegerField(default=0)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tenant", "day"], name="tenant_daily_usage_unique")]
+        ordering = ["-day"]
+        verbose_name_plural = "tenant daily usage"

@@ -1,4 +1,4 @@
-"""The operator console (basic): responses with their items and events, tenants, keys.
+"""The operator console for responses: their items and events.
 
 Event tables grow to millions of rows, so nothing here counts them: the timeline is
 paged by sequence number, and its length is the response's last_sequence_number.
@@ -9,10 +9,9 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.db.models import QuerySet
 from django.http import HttpRequest, HttpResponse
-from django.utils import timezone
 
-from . import services
-from .models import ApiKey, OutputItem, Response, ResponseEvent, Tenant
+from responses_app import services
+from responses_app.models import OutputItem, Response, ResponseEvent
 
 EVENTS_PER_PAGE = 100
 
@@ -75,30 +74,3 @@ class ResponseAdmin(admin.ModelAdmin):
                 events_previous=max(after - EVENTS_PER_PAGE, -1) if after >= 0 else None,
             )
         return super().change_view(request, object_id, form_url, extra_context)
-
-
-@admin.register(Tenant)
-class TenantAdmin(admin.ModelAdmin):
-    list_display = ("name", "created_at")
-    search_fields = ("name",)
-
-
-@admin.register(ApiKey)
-class ApiKeyAdmin(admin.ModelAdmin):
-    """Keys are created with `manage.py create_api_key` (the plaintext is shown once there)."""
-
-    list_display = ("prefix", "name", "tenant", "created_at", "last_used_at", "revoked_at")
-    list_filter = ("tenant",)
-    list_select_related = ("tenant",)
-    search_fields = ("prefix", "name", "tenant__name")
-    readonly_fields = ("tenant", "prefix", "secret_hmac", "created_at", "last_used_at", "revoked_at")
-    fields = ("tenant", "name", "prefix", "created_at", "last_used_at", "revoked_at")
-    actions = ["revoke_keys"]
-
-    def has_add_permission(self, request: HttpRequest) -> bool:
-        return False
-
-    @admin.action(description="Revoke selected keys (irreversible)", permissions=["change"])
-    def revoke_keys(self, request: HttpRequest, queryset: QuerySet[ApiKey]) -> None:
-        revoked = queryset.filter(revoked_at__isnull=True).update(revoked_at=timezone.now())
-        self.message_user(request, f"Revoked {revoked} key(s).", messages.SUCCESS)
