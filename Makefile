@@ -43,6 +43,8 @@ system-packages:
 	command -v redis-server >/dev/null || missing="$$missing redis-server"
 	# The code interpreter's sandbox.
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"
+	# The operator console tests drive Debian's Chromium (never a Playwright download).
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"
 	if [ -n "$$missing" ]; then
 		echo "setup: installing$$missing from apt"
 		$(APT) update -qq

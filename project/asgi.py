@@ -10,5 +10,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 django_asgi_app = get_asgi_application()
 
 from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up)
+from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 
-application = ProtocolTypeRouter({"http": django_asgi_app})
+# The admin's CSS and JS come straight from the installed apps, so the operator console
+# works under Daphne alone; a deployment with a CDN or proxy may serve `collectstatic` instead.
+application = ProtocolTypeRouter({"http": ASGIStaticFilesHandler(django_asgi_app)})

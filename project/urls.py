@@ -6,9 +6,12 @@ from django.urls import include, path
 from django.views.defaults import page_not_found
 
 from responses_app.errors import NotFound, error_response
+from responses_app.observability import views as observability
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("healthz", observability.healthz),
+    path("metrics", observability.metrics),
     path("v1/", include("responses_app.urls")),
     path("v1/", include("tools_app.urls")),
 ]

@@ -20,25 +20,32 @@ from rest_framework.request import Request
 from rest_framework.response import Response as DRFResponse
 from rest_framework.views import APIView
 
-from . import doorbell, selectors, services
+from . import doorbell, quotas, selectors, services
 from .asyncdb import db
-from .auth import Caller, authenticate_bearer
+from .auth import Caller, authenticate_bearer, require_write
 from .errors import APIError, InvalidRequest, NotFound, error_response
 from .models import Response
 from .streaming import follow_events, sse_response
 from .validation import SUPPORTED_INCLUDE_VALUES, parse_create_request
 
 AsyncView = Callable[..., Awaitable[HttpResponse]]
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 CANCEL_WAIT_S = 5.0
 
 
 def openai_errors(view: AsyncView) -> AsyncView:
-    """Authenticate the bearer key and render APIErrors in OpenAI's shape."""
+    """Authenticate the bearer key, refuse writes to read-only keys, and render APIErrors
+    in OpenAI's shape."""
 
     @functools.wraps(view)
     async def wrapper(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         try:
             caller = await db(authenticate_bearer)(request.headers.get("Authorization"))
+            # Every write here (create, cancel, delete) is a non-read method, so checking
+            # the method covers each one, and any write endpoint added later, before it
+            # looks anything up: a 403 never tells whether an id exists.
+            if request.method not in READ_METHODS:
+                require_write(caller)
             return await view(request, caller, *args, **kwargs)
         except APIError as error:
             return error_response(error)
@@ -57,7 +64,7 @@ async def responses_collection(request: HttpRequest, caller: Caller) -> HttpResp
         body = json.loads(request.body or b"null")
     except (ValueError, UnicodeDecodeError) as error:
         raise InvalidRequest(f"We could not parse the JSON body of your request: {error}.") from error
-    create_request = parse_create_request(body)
+    create_request = await db(quotas.admit)(caller.tenant, parse_create_request(body))
     response = await db(services.create_response)(caller.tenant, create_request)
     if create_request.stream:
         on_disconnect = None if response.background else functools.partial(_cancel_by_id, response.pk)

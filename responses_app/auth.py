@@ -12,6 +12,7 @@ import hmac
 import re
 import secrets
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
 from django.db import transaction
@@ -19,8 +20,8 @@ from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from .errors import AuthenticationFailed
-from .models import ApiKey, Tenant
+from .errors import AuthenticationFailed, PermissionDenied
+from .models import ApiKey, ApiKeyScope, Tenant
 
 KEY_PATTERN = re.compile(r"^sk-([a-z0-9]{12})-([A-Za-z0-9_\-]{32,128})$")
 LAST_USED_RESOLUTION_S = 60
@@ -36,20 +37,56 @@ class Caller:
     # DRF treats request.user as the authenticated principal.
     is_authenticated = True
 
+    @property
+    def can_write(self) -> bool:
+        return self.api_key.scope == ApiKeyScope.READ_WRITE
+
+
+def require_write(caller: Caller) -> None:
+    """Raise PermissionDenied (403) unless the caller's key may create, cancel and delete."""
+    if not caller.can_write:
+        raise PermissionDenied(
+            "This API key is read-only: it may retrieve and stream responses, list input items and models, "
+            "but not create, cancel or delete responses.",
+            code="insufficient_permissions",
+        )
+
 
 def _secret_hmac(secret: str) -> str:
     return hmac.new(settings.API_KEY_HMAC_SECRET.encode(), secret.encode(), hashlib.sha256).hexdigest()
 
 
-def create_api_key(tenant_name: str, name: str = "") -> tuple[ApiKey, str]:
+def create_api_key(
+    tenant_name: str,
+    name: str = "",
+    *,
+    scope: str = ApiKeyScope.READ_WRITE,
+    expires_at: datetime | None = None,
+) -> tuple[ApiKey, str]:
     """Create a key (and its tenant if needed). Returns the row and the plaintext key,
     which exists only here."""
     prefix = "".join(secrets.choice("abcdefghijklmnopqrstuvwxyz0123456789") for _ in range(12))
     secret = secrets.token_urlsafe(32)
     with transaction.atomic():
         tenant, _ = Tenant.objects.get_or_create(name=tenant_name)
-        key = ApiKey.objects.create(tenant=tenant, name=name, prefix=prefix, secret_hmac=_secret_hmac(secret))
+        key = ApiKey.objects.create(tenant=tenant, name=name, scope=scope, expires_at=expires_at, prefix=prefix,
+                                    secret_hmac=_secret_hmac(secret))
     return key, f"sk-{prefix}-{secret}"
+
+
+def revoke_api_key(key: ApiKey) -> bool:
+    """Revoke a key for good. Returns False if it was revoked already (nothing changes)."""
+    now = timezone.now()
+    revoked = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now)
+    if revoked:
+        key.revoked_at = now
+    return bool(revoked)
+
+
+def prefix_of(prefix_or_key: str) -> str:
+    """The lookup prefix of a full ``sk-<prefix>-<secret>`` key, or the argument itself."""
+    match = KEY_PATTERN.match(prefix_or_key.strip())
+    return match.group(1) if match else prefix_or_key.strip()
 
 
 def authenticate_bearer(header: str | None) -> Caller:
@@ -68,6 +105,8 @@ def authenticate_bearer(header: str | None) -> Caller:
         raise AuthenticationFailed("Incorrect API key provided.", code="invalid_api_key")
     if key.revoked_at is not None:
         raise AuthenticationFailed("This API key has been revoked.", code="invalid_api_key")
+    if key.expires_at is not None and key.expires_at <= timezone.now():
+        raise AuthenticationFailed(f"This API key expired at {key.expires_at.isoformat()}.", code="invalid_api_key")
     _touch_last_used(key)
     return Caller(tenant=key.tenant, api_key=key)
 

@@ -44,8 +44,30 @@ class AuthenticationFailed(APIError):
         return {"WWW-Authenticate": "Bearer"}
 
 
+class PermissionDenied(APIError):
+    """The key is valid but may not do this (a read-only key asking to write)."""
+
+    status_code = 403
+    error_type = "permission_error"
+
+
 class NotFound(APIError):
     status_code = 404
+
+
+class RateLimited(APIError):
+    """A quota is used up for now; ``retry_after`` (whole seconds) becomes Retry-After,
+    which the SDKs honour when they retry."""
+
+    status_code = 429
+    error_type = "rate_limit_error"
+
+    def __init__(self, message: str, *, retry_after: int, code: str = "rate_limit_exceeded") -> None:
+        super().__init__(message, code=code)
+        self.retry_after = max(1, retry_after)
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
 
 
 def error_response(error: APIError) -> JsonResponse:

@@ -7,6 +7,7 @@ reaper took over, or the response was deleted) writes nothing and learns it at o
 
 from __future__ import annotations
 
+import time
 from datetime import timedelta
 from typing import Any
 
@@ -16,6 +17,7 @@ from django.utils import timezone
 
 from . import doorbell
 from .models import OutputItem, Response, ResponseEvent
+from .observability import recorder
 
 
 class LeaseLost(Exception):
@@ -40,6 +42,7 @@ def save_batch(
         fields["last_sequence_number"] = events[-1]["sequence_number"]
     if final_fields is not None:
         fields.update(final_fields, lease_owner="", lease_expires_at=None, completed_at=now)
+    started = time.perf_counter()
     with transaction.atomic():
         updated = Response.objects.filter(pk=response.pk, lease_owner=owner).update(**fields)
         if not updated:
@@ -53,6 +56,7 @@ def save_batch(
                           "data": item},
             )
         cancel_requested = Response.objects.filter(pk=response.pk).values_list("cancel_requested", flat=True)[0]
+    recorder.batch_committed(response, events, time.perf_counter() - started)
     for name, value in fields.items():
         setattr(response, name, value)
     if events:

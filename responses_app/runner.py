@@ -32,9 +32,11 @@ from .harmony.encoding import stop_token_ids
 from .harmony.parser import ContentDelta, HarmonyOutputError, MessageFinished, MessageStarted, OutputParser
 from .harmony.prompt import PromptError, forced_call_prefix, tool_result_tokens
 from .models import Response, ResponseStatus
+from .observability import recorder
 from .selectors import output_items
 from .services import TERMINAL_EVENT
 from .tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
+from .usage import add_to_daily_usage
 
 log = logging.getLogger(__name__)
 CANCEL_POLL_S = 0.5
@@ -130,6 +132,7 @@ def run_response(response_id: str) -> None:
     if response is None:
         log.info("%s: not claimable (cancelled, finished or taken)", response_id)
         return
+    claimed_at = time.monotonic()
     builder = EventBuilder(response, next_sequence_number=response.last_sequence_number + 1,
                            output=output_items(response))
     if response.last_sequence_number == 0:
@@ -152,6 +155,7 @@ def run_response(response_id: str) -> None:
         status, details = ResponseStatus.FAILED, None
         error = {"code": "server_error", "message": "The server had an error while generating this response."}
     _finish(response, builder, writer, status, details, error, usage)
+    recorder.response_finished(response.model, status, usage.output_tokens, time.monotonic() - claimed_at)
 
 
 def _finish(
@@ -177,6 +181,7 @@ def _finish(
     builder.lifecycle(TERMINAL_EVENT[status], status=status)
     try:
         writer.flush(final_fields)
+        add_to_daily_usage(response.tenant_id, final_fields["usage"])  # only once the terminal status is ours
     except LeaseLost:
         log.warning("%s: lease lost before the terminal event", response.pk)
 

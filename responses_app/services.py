@@ -16,13 +16,14 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import doorbell
+from . import doorbell, quotas
 from .conversation import check_prompt, history, previous_chain
 from .errors import InvalidRequest, NotFound
 from .event_store import insert_events
 from .events import EventBuilder
 from .models import TERMINAL_STATUSES, InputItem, OutputItem, Response, ResponseStatus, Tenant
 from .selectors import output_items
+from .usage import add_to_daily_usage
 from .validation import CreateRequest
 
 log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     _check_function_call_outputs(chain, request.input_items)
     check_prompt(request.model, request.params, history(chain, request.input_items), timezone.now().date())
     with transaction.atomic():
+        quotas.reserve_background_slot(tenant, request)
         response = Response.objects.create(
             tenant=tenant,
             model=request.model,
@@ -133,6 +135,26 @@ def request_cancel(response: Response) -> Response:
     return response
 
 
+def rerun_response(response: Response) -> Response:
+    """A new response of the same tenant that repeats ``response``: the same request
+    parameters, input items and previous_response_id, with ``rerun_of`` = the original,
+    validated, stored and enqueued as an API create is. The original is not changed.
+
+    It runs in the background (and is therefore stored): nobody waits on it, so the
+    worker must not treat it as a foreground response whose client went away.
+    """
+    # A fresh read: the row given may be stale, and these dicts go into a new row.
+    original = Response.objects.select_related("tenant").get(pk=response.pk)
+    items = list(InputItem.objects.filter(response=original).order_by("position").values_list("data", flat=True))
+    request = CreateRequest(model=original.model, input_items=items, stream=False, background=True, store=True,
+                            previous_response_id=original.previous_response_id, params=original.request)
+    with transaction.atomic():  # rerun_of is set before create_response's on_commit enqueues it
+        rerun = create_response(original.tenant, request)
+        Response.objects.filter(pk=rerun.pk).update(rerun_of=original)
+        rerun.rerun_of = original
+    return rerun
+
+
 def delete_response(response: Response) -> None:
     """Delete a response with its items and events; a running one is cancelled first.
 
@@ -189,6 +211,7 @@ def finish_without_worker(
         response.lease_expires_at = None
         response.save(update_fields=["status", "error", "completed_at", "last_sequence_number", "lease_owner",
                                      "lease_expires_at"])
+        add_to_daily_usage(response.tenant_id, response.usage)  # counts the response; no worker reported tokens
         transaction.on_commit(lambda: doorbell.ring(response_id, response.last_sequence_number))
     return True
 

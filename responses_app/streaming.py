@@ -21,6 +21,7 @@ from django.http import StreamingHttpResponse
 from . import doorbell, selectors
 from .asyncdb import db
 from .models import TERMINAL_STATUSES
+from .observability import recorder
 from .services import TERMINAL_EVENT_TYPES
 
 log = logging.getLogger(__name__)
@@ -44,6 +45,7 @@ async def follow_events(
     redis = doorbell.async_client()
     pubsub = redis.pubsub()
     finished = False
+    recorder.sse_stream_opened()
     try:
         try:
             await pubsub.subscribe(doorbell.channel_name(response_id))
@@ -76,6 +78,7 @@ async def follow_events(
             await db(on_disconnect)()
         raise
     finally:
+        recorder.sse_stream_closed()
         if pubsub is not None:
             try:
                 await pubsub.aclose()

@@ -1,0 +1,130 @@
+"""What ``GET /metrics`` exports, computed at scrape time from three sources.
+
+- the database: responses by model and status, one GROUP BY over the responses table
+  (never a count over the events table, which is orders of magnitude larger);
+- the metrics Redis: the histograms that workers pushed, and the live web processes'
+  SSE stream counts;
+- the broker: the length of each model's Celery queue.
+
+A source that fails is logged and left out, and ``responses_metrics_source_up`` says which
+one, so that a scrape never fails and a missing series is never mistaken for a zero.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import defaultdict
+from collections.abc import Iterator
+from urllib.parse import urlsplit
+
+import redis
+from django.conf import settings
+from django.db.models import Count
+from kombu.transport.redis import Channel as KombuRedisChannel
+from prometheus_client import CollectorRegistry
+from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
+
+from ..models import Response, ResponseStatus
+from . import metrics
+
+log = logging.getLogger(__name__)
+
+
+class ResponsesCollector(Collector):
+    def collect(self) -> Iterator[Metric]:
+        up = GaugeMetricFamily("responses_metrics_source_up",
+                               "1 if this scrape could read the source, 0 if its series are missing.",
+                               labels=["source"])
+        for source, read in (("database", responses_by_status), ("redis", from_metrics_redis),
+                             ("broker", queue_depths)):
+            try:
+                families = list(read())
+            except Exception as error:
+                log.warning("metrics: reading the %s failed: %s", source, error)
+                up.add_metric([source], 0)
+                continue
+            up.add_metric([source], 1)
+            yield from families
+        yield up
+
+
+def responses_by_status() -> Iterator[Metric]:
+    gauge = GaugeMetricFamily("responses_by_status", "Responses in the database by model and status.",
+                              labels=["model", "status"])
+    counts = dict.fromkeys(((model, status) for model in settings.MODEL_REGISTRY
+                            for status in ResponseStatus.values), 0)
+    # Zeros for every configured model and status, so that a series drops to 0 rather than vanishing.
+    for model, status, count in Response.objects.order_by().values_list("model", "status").annotate(n=Count("pk")):
+        counts[(model, status)] = count
+    for (model, status), count in sorted(counts.items()):
+        gauge.add_metric([model, status], count)
+    yield gauge
+
+
+def from_metrics_redis() -> Iterator[Metric]:
+    client = metrics.redis_client()
+    pipe = client.pipeline(transaction=False)
+    for histogram in metrics.HISTOGRAMS:
+        pipe.hgetall(histogram.key)
+    pipe.smembers(metrics.SSE_STREAMS_INDEX)
+    *stored, processes = pipe.execute()
+    for histogram, fields in zip(metrics.HISTOGRAMS, stored, strict=True):
+        yield histogram_family(histogram, fields)
+    yield sse_streams(client, sorted(processes))
+
+
+def histogram_family(histogram: metrics.HistogramSpec, fields: dict[str, str]) -> HistogramMetricFamily:
+    family = HistogramMetricFamily(histogram.name, histogram.documentation, labels=list(histogram.labels))
+    series: dict[tuple[str, ...], dict[str, float]] = defaultdict(dict)
+    for name, value in fields.items():
+        label_values, part = metrics.parse_series_field(name)
+        series[label_values][part] = float(value)
+    for label_values, parts in sorted(series.items()):
+        stored_buckets = sorted((float(part[3:]), count) for part, count in parts.items() if part.startswith("le="))
+        buckets = [(floatToGoString(bound), sum(count for stored, count in stored_buckets if stored <= bound))
+                   for bound in histogram.buckets]
+        buckets.append(("+Inf", parts.get("count", 0.0)))
+        family.add_metric(list(label_values), buckets, parts.get("sum", 0.0))
+    return family
+
+
+def sse_streams(client: redis.Redis, processes: list[str]) -> GaugeMetricFamily:
+    """The sum over live web processes; a process whose key expired (it died) is forgotten."""
+    gauge = GaugeMetricFamily("responses_sse_streams_active", "SSE streams open on all web processes.")
+    counts = client.mget([metrics.sse_streams_key(process) for process in processes]) if processes else []
+    dead = [process for process, count in zip(processes, counts, strict=True) if count is None]
+    if dead:
+        client.srem(metrics.SSE_STREAMS_INDEX, *dead)
+    gauge.add_metric([], sum(int(count) for count in counts if count is not None))
+    return gauge
+
+
+def queue_depths() -> Iterator[Metric]:
+    """Messages waiting in each model's queue, as kombu's Redis transport lays them out: one
+    list per priority step, under an optional global key prefix."""
+    gauge = GaugeMetricFamily("responses_queue_depth", "Tasks waiting in each model's Celery queue.",
+                              labels=["model", "queue"])
+    url = settings.CELERY_BROKER_URL.split(";")[0]
+    if urlsplit(url).scheme not in ("redis", "rediss"):
+        raise ValueError(f"queue depth needs a Redis broker, not {urlsplit(url).scheme}")
+    options = settings.CELERY_BROKER_TRANSPORT_OPTIONS or {}
+    prefix = options.get("global_keyprefix", "")
+    separator = options.get("sep", KombuRedisChannel.sep)
+    steps = options.get("priority_steps", KombuRedisChannel.priority_steps)
+    models = sorted(settings.MODEL_REGISTRY.items())
+    with redis.Redis.from_url(url, socket_timeout=metrics.REDIS_TIMEOUT_S,
+                              socket_connect_timeout=metrics.REDIS_TIMEOUT_S) as client:
+        pipe = client.pipeline(transaction=False)
+        for _, entry in models:
+            for step in steps:
+                pipe.llen(f"{prefix}{entry['queue']}{separator}{step}" if step else f"{prefix}{entry['queue']}")
+        lengths = pipe.execute()
+    for index, (model, entry) in enumerate(models):
+        gauge.add_metric([model, entry["queue"]], sum(lengths[index * len(steps):(index + 1) * len(steps)]))
+    yield gauge
+
+
+REGISTRY = CollectorRegistry(auto_describe=False)
+REGISTRY.register(ResponsesCollector())

@@ -1,0 +1,164 @@
+"""``GET /healthz``: can this deployment serve a response right now?
+
+Four checks run at once, each bounded by CHECK_TIMEOUT_S: the database, the doorbell Redis,
+the Celery broker, and at least one live worker consuming each configured model's queue.
+A failing check is reported, never raised. Errors name only the exception's class (the
+details, which may name hosts and users, go to the log): the endpoint is unauthenticated.
+
+The worker check is a broadcast that every worker answers, so its answer is cached for
+WORKERS_CACHE_S per process: a scraper polling every second costs the workers one
+broadcast per few seconds, whatever its rate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.db import close_old_connections, connection
+
+from project.celery import app as celery_app
+
+log = logging.getLogger(__name__)
+CHECK_TIMEOUT_S = 2.0
+REDIS_TIMEOUT_S = 1.0
+BROKER_TIMEOUT_S = 1.0
+INSPECT_TIMEOUT_S = 1.0
+WORKERS_CACHE_S = 5.0
+
+# Checks block (sockets, a broadcast that waits for replies), so they run in threads of
+# their own: a hung dependency can exhaust this pool, and make health checks time out,
+# but never the pool that serves the API's database calls.
+_executor = ThreadPoolExecutor(max_workers=8, thread_name_prefix="healthz")
+
+Check = dict[str, Any]
+
+
+def _failure(error: BaseException) -> Check:
+    return {"ok": False, "error": type(error).__name__}
+
+
+def check_database() -> Check:
+    close_old_connections()  # a pool thread may hold a connection that broke since
+    started = time.monotonic()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        cursor.fetchone()
+    return {"ok": True, "latency_ms": round((time.monotonic() - started) * 1000, 1)}
+
+
+def check_redis() -> Check:
+    started = time.monotonic()
+    with redis.Redis.from_url(settings.REDIS_URL, socket_timeout=REDIS_TIMEOUT_S,
+                              socket_connect_timeout=REDIS_TIMEOUT_S) as client:
+        client.ping()
+    return {"ok": True, "latency_ms": round((time.monotonic() - started) * 1000, 1)}
+
+
+def check_broker() -> Check:
+    started = time.monotonic()
+    with celery_app.connection_for_write(connect_timeout=BROKER_TIMEOUT_S) as broker:
+        broker.ensure_connection(max_retries=0, timeout=BROKER_TIMEOUT_S)
+    return {"ok": True, "latency_ms": round((time.monotonic() - started) * 1000, 1)}
+
+
+@dataclass
+class _WorkerAnswer:
+    queues_by_worker: dict[str, set[str]] | None
+    error: BaseException | None
+    at: float
+
+
+class WorkerInspector:
+    """Which live worker consumes which queue: one broadcast per ``ttl`` at most, whatever
+    the number of callers (concurrent callers wait for the broadcast under way)."""
+
+    def __init__(self, ttl: float = WORKERS_CACHE_S, timeout: float = INSPECT_TIMEOUT_S) -> None:
+        self.ttl = ttl
+        self.timeout = timeout
+        self.broadcasts = 0
+        self._lock = threading.Lock()
+        self._answer: _WorkerAnswer | None = None
+
+    def queues_by_worker(self) -> dict[str, set[str]]:
+        answer = self._fresh_answer()
+        if answer is None:
+            if not self._lock.acquire(timeout=CHECK_TIMEOUT_S):
+                raise TimeoutError("an earlier worker inspection is still waiting for the broker")
+            try:
+                answer = self._fresh_answer() or self._inspect()
+            finally:
+                self._lock.release()
+        if answer.error is not None:
+            raise answer.error
+        return answer.queues_by_worker or {}
+
+    def _fresh_answer(self) -> _WorkerAnswer | None:
+        answer = self._answer
+        if answer is not None and time.monotonic() - answer.at < self.ttl:
+            return answer
+        return None
+
+    def _inspect(self) -> _WorkerAnswer:
+        self.broadcasts += 1
+        try:
+            replies = celery_app.control.inspect(timeout=self.timeout).active_queues() or {}
+            answer = _WorkerAnswer({worker: {queue["name"] for queue in queues}
+                                    for worker, queues in replies.items()}, None, time.monotonic())
+        except Exception as error:  # cached too: a broken broker is not asked again at once
+            log.warning("healthz: worker inspection failed: %s", error)
+            answer = _WorkerAnswer(None, error, time.monotonic())
+        self._answer = answer
+        return answer
+
+
+WORKERS = WorkerInspector()
+
+
+def check_workers() -> dict[str, Check]:
+    """Per model: ok when at least one live worker consumes the model's queue."""
+    queues_by_worker = WORKERS.queues_by_worker()
+    return {
+        model: {
+            "ok": any(entry["queue"] in queues for queues in queues_by_worker.values()),
+            "queue": entry["queue"],
+            "workers": sorted(worker for worker, queues in queues_by_worker.items() if entry["queue"] in queues),
+        }
+        for model, entry in settings.MODEL_REGISTRY.items()
+    }
+
+
+async def _bounded(check: Callable[[], Any]) -> tuple[Any, BaseException | None]:
+    loop = asyncio.get_running_loop()
+    try:
+        return await asyncio.wait_for(loop.run_in_executor(_executor, check), CHECK_TIMEOUT_S), None
+    except Exception as error:  # TimeoutError included
+        log.warning("healthz: %s failed: %r", check.__name__, error)
+        return None, error
+
+
+async def health_report() -> dict[str, Any]:
+    """``{"status": "ok"|"unavailable", "checks": {...}}``; ok only when every check passed."""
+    (database, database_error), (redis_, redis_error), (broker, broker_error), (workers, workers_error) = (
+        await asyncio.gather(_bounded(check_database), _bounded(check_redis), _bounded(check_broker),
+                             _bounded(check_workers)))
+    if workers_error is not None:
+        workers = {model: {**_failure(workers_error), "queue": entry["queue"], "workers": []}
+                   for model, entry in settings.MODEL_REGISTRY.items()}
+    checks = {
+        "database": database if database_error is None else _failure(database_error),
+        "redis": redis_ if redis_error is None else _failure(redis_error),
+        "broker": broker if broker_error is None else _failure(broker_error),
+        "workers": workers,
+    }
+    healthy = all(checks[name]["ok"] for name in ("database", "redis", "broker")) and all(
+        entry["ok"] for entry in workers.values())
+    return {"status": "ok" if healthy else "unavailable", "checks": checks}
