@@ -25,7 +25,7 @@ VOCAB := $(HARMONY_VOCAB_DIR)/o200k_base.tiktoken
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help setup system-packages run test lint clean distclean
+.PHONY: help setup system-packages browser run test lint clean distclean
 
 help:
 	@sed -n 's/^# \(make .*\)/\1/p' $(firstword $(MAKEFILE_LIST))
@@ -43,8 +43,6 @@ system-packages:
 	command -v redis-server >/dev/null || missing="$$missing redis-server"
 	# The code interpreter's sandbox.
 	command -v bwrap >/dev/null || missing="$$missing bubblewrap"
-	# The operator console tests drive Debian's Chromium (never a Playwright download).
-	[ -x /usr/bin/chromium ] || missing="$$missing chromium"
 	if [ -n "$$missing" ]; then
 		echo "setup: installing$$missing from apt"
 		$(APT) update -qq
@@ -71,6 +69,15 @@ $(VOCAB): $(STAMP)
 
 .run:
 	mkdir -p .run
+
+# The operator console tests drive Debian's Chromium (never a Playwright download); only
+# `make test` needs it.
+browser:
+	@if [ ! -x /usr/bin/chromium ]; then
+		echo "setup: installing chromium from apt"
+		$(APT) update -qq
+		$(APT) install -y -qq chromium >/dev/null
+	fi
 
 # --- run ---------------------------------------------------------------------------------------
 # Starts web, worker, beat and a local redis-server (Procfile) under honcho; Ctrl-C stops all.
@@ -112,7 +119,7 @@ run: setup
 # first one's services); services are started fresh (stale ones from an aborted run are
 # stopped first) and stopped on any exit. pytest's exit code 5 (no tests collected) is
 # not a failure; every other non-zero code is.
-test: setup
+test: setup browser
 	@mkdir -p .run test-artifacts
 	exec 9>.run/test.lock
 	if ! flock -n 9; then echo "test: another make test runs in this tree; waiting for it"; flock 9; fi

@@ -29,7 +29,19 @@ def django_db_setup(django_test_environment, django_db_blocker) -> Iterator[None
         config = setup_databases(verbosity=0, interactive=False, aliases={"default"})
     yield
     with django_db_blocker.unblock():
+        _close_other_sessions()
         teardown_databases(config, verbosity=0)
+
+
+def _close_other_sessions() -> None:
+    """PostgreSQL will not drop a database others are connected to: connections that
+    threads of this process opened (the health checks' pool, the metrics pusher) or that a
+    killed live server left behind are ended first."""
+    if connection.vendor != "postgresql":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
 
 
 @pytest.fixture(scope="session")

@@ -163,3 +163,45 @@ def test_a_view_only_staff_member_sees_no_buttons_and_a_forged_post_is_refused(c
         context.close()
     assert LogEntry.objects.filter(object_id=response.id).count() == 0
     assert alice.responses.retrieve(response.id).status == "completed"
+
+
+def test_an_operator_sets_tenant_limits_and_creates_a_key_that_is_shown_once(chromium, stack, db_access, admin_url):
+    import openai
+
+    from responses_app.models import ApiKey, Tenant
+
+    make_operator("key-operator")
+    Tenant.objects.filter(name="acme").delete()
+    tenant = Tenant.objects.create(name="acme")
+    context, page = logged_in(chromium, admin_url, "key-operator", OPERATOR_PASSWORD)
+
+    page.goto(f"{admin_url}responses_app/tenant/{tenant.pk}/change/")
+    page.fill("#id_max_concurrent_background", "2")
+    page.fill("#id_requests_per_minute", "120")
+    page.click("input[name=_save]")
+    expect(page.locator("ul.messagelist")).to_contain_text("was changed successfully")
+    tenant.refresh_from_db()
+    assert (tenant.max_concurrent_background, tenant.requests_per_minute) == (2, 120)
+
+    page.goto(f"{admin_url}responses_app/apikey/add/")
+    page.select_option("#id_tenant", str(tenant.pk))
+    page.fill("#id_name", "reporting dashboard")
+    page.select_option("#id_scope", "read_only")
+    page.click("input[name=_save]")
+    plaintext = page.locator("#api-key-plaintext").input_value()
+    assert plaintext.startswith("sk-")
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.set_viewport_size({"width": 1400, "height": 600})
+    page.screenshot(path=str(ARTIFACTS / "admin-api-key-created.png"))
+
+    # The key works, read-only, and the console never shows it again.
+    key = ApiKey.objects.get(tenant=tenant, name="reporting dashboard")
+    client = openai.OpenAI(base_url=stack.base_url, api_key=plaintext, max_retries=0)
+    assert [model.id for model in client.models.list()]
+    with pytest.raises(openai.PermissionDeniedError):
+        client.responses.create(model="echo", input="Hello")
+    page.goto(f"{admin_url}responses_app/apikey/{key.pk}/change/")
+    expect(page.locator("#content-main")).to_contain_text(key.prefix)
+    assert plaintext not in page.content()
+    assert all(plaintext.split("-")[-1] not in cookie["value"] for cookie in context.cookies())
+    context.close()
