@@ -7,33 +7,24 @@ most one poll interval, never an event.
 from __future__ import annotations
 
 import logging
-import threading
 
 import redis
 import redis.asyncio as aioredis
 from django.conf import settings
 
+from .redis_client import shared_client
+
 log = logging.getLogger(__name__)
-_client: redis.Redis | None = None
-_client_lock = threading.Lock()
 
 
 def channel_name(response_id: str) -> str:
     return f"responses:events:{response_id}"
 
 
-def _sync_client() -> redis.Redis:
-    global _client
-    with _client_lock:
-        if _client is None:
-            _client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
-        return _client
-
-
 def ring(response_id: str, last_sequence_number: int) -> None:
     """Publish after a commit; failures are logged, since readers also poll the database."""
     try:
-        _sync_client().publish(channel_name(response_id), str(last_sequence_number))
+        shared_client().publish(channel_name(response_id), str(last_sequence_number))
     except redis.RedisError as error:
         log.warning("doorbell for %s failed: %s", response_id, error)
 

@@ -13,15 +13,14 @@ Each limit only ever reads and writes the calling tenant's own counters.
 from __future__ import annotations
 
 import logging
-import threading
 import uuid
 from dataclasses import replace
 
 import redis
-from django.conf import settings
 
 from .errors import InvalidRequest, RateLimited
 from .models import Response, ResponseStatus, Tenant
+from .redis_client import shared_client
 from .validation import CreateRequest
 
 log = logging.getLogger(__name__)
@@ -48,9 +47,6 @@ end
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 return math.max(1, tonumber(oldest[2]) + window - now)
 """
-
-_client: redis.Redis | None = None
-_client_lock = threading.Lock()
 
 
 def admit(tenant: Tenant, request: CreateRequest) -> CreateRequest:
@@ -90,7 +86,7 @@ def _check_requests_per_minute(tenant: Tenant) -> None:
         raise RateLimited("This organization may not create responses (its requests per minute limit is 0).",
                           retry_after=WINDOW_MS // 1000)
     try:
-        wait_ms = int(_redis().eval(_SLIDING_WINDOW, 1, _window_key(tenant), limit, WINDOW_MS, uuid.uuid4().hex))
+        wait_ms = int(shared_client().eval(_SLIDING_WINDOW, 1, _window_key(tenant), limit, WINDOW_MS, uuid.uuid4().hex))
     except redis.RedisError as error:
         # Fail open: the database, not Redis, is what a create needs, and a limiter
         # outage should not become an API outage.
@@ -135,11 +131,3 @@ def reserve_background_slot(tenant: Tenant, request: CreateRequest) -> None:
             retry_after=CONCURRENCY_RETRY_AFTER_S,
             code="concurrency_limit_exceeded",
         )
-
-
-def _redis() -> redis.Redis:
-    global _client
-    with _client_lock:
-        if _client is None:
-            _client = redis.Redis.from_url(settings.REDIS_URL, socket_timeout=2, socket_connect_timeout=2)
-        return _client
