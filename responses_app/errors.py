@@ -70,6 +70,16 @@ class RateLimited(APIError):
         return {"Retry-After": str(self.retry_after)}
 
 
+_JSON_TYPE_NAMES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
+
+
+def invalid_type(param: str, expected: str, value: Any) -> InvalidRequest:
+    """The 400 for a parameter of the wrong JSON type, worded as OpenAI words it."""
+    got = _JSON_TYPE_NAMES.get(type(value), "null" if value is None else type(value).__name__)
+    return InvalidRequest(f"Invalid type for '{param}': expected {expected}, but got {got}.", param=param,
+                          code="invalid_type")
+
+
 def error_response(error: APIError) -> JsonResponse:
     response = JsonResponse(error.body(), status=error.status_code)
     for name, value in error.headers().items():

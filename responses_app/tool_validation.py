@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .errors import InvalidRequest
+from .errors import InvalidRequest, invalid_type
 from .ids import new_id
 
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
@@ -21,13 +21,6 @@ SERVER_TOOL_TYPES = frozenset({"code_interpreter", "mcp", *WEB_SEARCH_TYPES})
 UNSUPPORTED_TOOL_TYPES = frozenset({"file_search", "image_generation", "computer_use", "computer_use_preview",
                                     "local_shell", "shell", "custom", "apply_patch"})
 SEARCH_CONTEXT_SIZES = ("low", "medium", "high")
-
-
-def invalid_type(param: str, expected: str, value: Any) -> InvalidRequest:
-    names = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
-    got = names.get(type(value), "null" if value is None else type(value).__name__)
-    return InvalidRequest(f"Invalid type for '{param}': expected {expected}, but got {got}.", param=param,
-                          code="invalid_type")
 
 
 # --- tools -------------------------------------------------------------------------------------

@@ -7,18 +7,16 @@ server does not implement yet are refused by name rather than silently ignored.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 
-from .errors import InvalidRequest
+from .errors import InvalidRequest, invalid_type
 from .ids import new_id
 from .structured import check_json_schema
-from .tool_validation import approval_response_item, validate_tool_choice, validate_tools
+from .tool_validation import NAME_PATTERN, approval_response_item, validate_tool_choice, validate_tools
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")
 REASONING_EFFORTS = ("low", "medium", "high")
 MAX_METADATA_PAIRS = 16
@@ -166,26 +164,12 @@ def parse_create_request(body: Any) -> CreateRequest:
 # --- scalars ---------------------------------------------------------------------------
 
 
-def _type_name(value: Any) -> str:
-    return {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}.get(
-        type(value), "null" if value is None else type(value).__name__
-    )
-
-
-def _invalid_type(param: str, expected: str, value: Any) -> InvalidRequest:
-    return InvalidRequest(
-        f"Invalid type for '{param}': expected {expected}, but got {_type_name(value)}.",
-        param=param,
-        code="invalid_type",
-    )
-
-
 def _required_str(body: dict, name: str) -> str:
     if name not in body or body[name] is None:
         raise InvalidRequest(f"Missing required parameter: '{name}'.", param=name, code="missing_required_parameter")
     value = body[name]
     if not isinstance(value, str) or not value:
-        raise _invalid_type(name, "a non-empty string", value)
+        raise invalid_type(name, "a non-empty string", value)
     return value
 
 
@@ -194,7 +178,7 @@ def _optional_str(body: dict, name: str, max_length: int | None = None) -> str |
     if value is None:
         return None
     if not isinstance(value, str):
-        raise _invalid_type(name, "a string", value)
+        raise invalid_type(name, "a string", value)
     if max_length is not None and len(value) > max_length:
         raise InvalidRequest(f"'{name}' is longer than {max_length} characters.", param=name,
                              code="string_above_max_length")
@@ -206,7 +190,7 @@ def _bool(body: dict, name: str, default: bool) -> bool:
     if value is None:
         return default
     if not isinstance(value, bool):
-        raise _invalid_type(name, "a boolean", value)
+        raise invalid_type(name, "a boolean", value)
     return value
 
 
@@ -215,7 +199,7 @@ def _optional_int(body: dict, name: str, minimum: int) -> int | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, int):
-        raise _invalid_type(name, "an integer", value)
+        raise invalid_type(name, "an integer", value)
     if value < minimum:
         raise InvalidRequest(f"'{name}' must be at least {minimum}, got {value}.", param=name,
                              code="integer_below_min_value")
@@ -227,7 +211,7 @@ def _optional_number(body: dict, name: str, low: float, high: float) -> float | 
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise _invalid_type(name, "a number", value)
+        raise invalid_type(name, "a number", value)
     if not low <= value <= high:
         raise InvalidRequest(f"'{name}' must be between {low} and {high}, got {value}.", param=name,
                              code="decimal_out_of_range")
@@ -241,7 +225,7 @@ def _stream_options(value: Any, stream: bool) -> None:
     if value is None:
         return
     if not isinstance(value, dict):
-        raise _invalid_type("stream_options", "an object", value)
+        raise invalid_type("stream_options", "an object", value)
     if not stream:
         raise InvalidRequest("'stream_options' is only allowed when 'stream' is true.", param="stream_options")
     for key in value:
@@ -253,7 +237,7 @@ def _reasoning(value: Any) -> dict[str, Any]:
     if value is None:
         return {"effort": None, "summary": None}
     if not isinstance(value, dict):
-        raise _invalid_type("reasoning", "an object", value)
+        raise invalid_type("reasoning", "an object", value)
     for key in value:
         if key not in ("effort", "summary", "generate_summary"):
             raise InvalidRequest(f"Unknown parameter: 'reasoning.{key}'.", param=f"reasoning.{key}")
@@ -278,7 +262,7 @@ def _metadata(value: Any) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        raise _invalid_type("metadata", "an object", value)
+        raise invalid_type("metadata", "an object", value)
     if len(value) > MAX_METADATA_PAIRS:
         raise InvalidRequest(f"'metadata' can have at most {MAX_METADATA_PAIRS} pairs, got {len(value)}.",
                              param="metadata", code="object_above_max_properties")
@@ -286,7 +270,7 @@ def _metadata(value: Any) -> dict[str, str]:
         if len(key) > MAX_METADATA_KEY:
             raise InvalidRequest(f"Metadata keys can be at most {MAX_METADATA_KEY} characters.", param="metadata")
         if not isinstance(item, str):
-            raise _invalid_type(f"metadata.{key}", "a string", item)
+            raise invalid_type(f"metadata.{key}", "a string", item)
         if len(item) > MAX_METADATA_VALUE:
             raise InvalidRequest(f"Metadata values can be at most {MAX_METADATA_VALUE} characters.",
                                  param=f"metadata.{key}", code="string_above_max_length")
@@ -297,7 +281,7 @@ def _text(value: Any, model: str) -> dict[str, Any]:
     if value is None:
         return {"format": {"type": "text"}}
     if not isinstance(value, dict):
-        raise _invalid_type("text", "an object", value)
+        raise invalid_type("text", "an object", value)
     for key in value:
         if key not in ("format", "verbosity"):
             raise InvalidRequest(f"Unknown parameter: 'text.{key}'.", param=f"text.{key}")
@@ -305,7 +289,7 @@ def _text(value: Any, model: str) -> dict[str, Any]:
         raise InvalidRequest("'text.verbosity' is not supported by gpt-oss.", param="text.verbosity")
     text_format = value.get("format") or {"type": "text"}
     if not isinstance(text_format, dict):
-        raise _invalid_type("text.format", "an object", text_format)
+        raise invalid_type("text.format", "an object", text_format)
     kind = text_format.get("type")
     if kind == "text" and len(text_format) == 1:
         return {"format": {"type": "text"}}
@@ -331,13 +315,13 @@ def _json_schema_format(text_format: dict[str, Any]) -> dict[str, Any]:
         raise InvalidRequest("'text.format.name' must match ^[a-zA-Z0-9_-]{1,64}$.", param="text.format.name")
     schema = text_format.get("schema")
     if not isinstance(schema, dict):
-        raise _invalid_type("text.format.schema", "an object", schema)
+        raise invalid_type("text.format.schema", "an object", schema)
     description = text_format.get("description")
     if description is not None and not isinstance(description, str):
-        raise _invalid_type("text.format.description", "a string", description)
+        raise invalid_type("text.format.description", "a string", description)
     strict = text_format.get("strict")
     if strict is not None and not isinstance(strict, bool):
-        raise _invalid_type("text.format.strict", "a boolean", strict)
+        raise invalid_type("text.format.strict", "a boolean", strict)
     check_json_schema(schema)
     result = {"type": "json_schema", "name": name, "schema": schema, "strict": bool(strict)}
     if description is not None:
@@ -370,7 +354,7 @@ def _include(value: Any) -> list[str]:
     if value is None:
         return []
     if not isinstance(value, list):
-        raise _invalid_type("include", "an array", value)
+        raise invalid_type("include", "an array", value)
     for index, entry in enumerate(value):
         if not isinstance(entry, str) or entry not in INCLUDE_VALUES:
             raise InvalidRequest(f"Invalid value for 'include[{index}]': {entry!r}.", param=f"include[{index}]",
@@ -390,16 +374,16 @@ def _input(value: Any) -> list[dict[str, Any]]:
     if isinstance(value, str):
         return [_message_item("user", [{"type": "input_text", "text": value}], None)]
     if not isinstance(value, list):
-        raise _invalid_type("input", "a string or an array", value)
+        raise invalid_type("input", "a string or an array", value)
     return [_input_item(item, f"input[{index}]") for index, item in enumerate(value)]
 
 
 def _input_item(item: Any, param: str) -> dict[str, Any]:
     if not isinstance(item, dict):
-        raise _invalid_type(param, "an object", item)
+        raise invalid_type(param, "an object", item)
     item_type = item.get("type", "message")
     if not isinstance(item_type, str):
-        raise _invalid_type(f"{param}.type", "a string", item_type)
+        raise invalid_type(f"{param}.type", "a string", item_type)
     if item_type == "message":
         return _input_message(item, param)
     if item_type == "function_call":
@@ -414,7 +398,7 @@ def _input_item(item: Any, param: str) -> dict[str, Any]:
     if item_type == "function_call_output":
         output = item.get("output")
         if not isinstance(output, str):
-            raise _invalid_type(f"{param}.output", "a string", output)
+            raise invalid_type(f"{param}.output", "a string", output)
         return {
             "id": _item_id(item, param, "fco"),
             "type": "function_call_output",
@@ -449,13 +433,13 @@ def _input_message(item: dict, param: str) -> dict[str, Any]:
     elif isinstance(content, list) and content:
         parts = [_content_part(part, f"{param}.content[{index}]", part_type) for index, part in enumerate(content)]
     else:
-        raise _invalid_type(f"{param}.content", "a string or a non-empty array", content)
+        raise invalid_type(f"{param}.content", "a string or a non-empty array", content)
     return _message_item(role, parts, _item_id(item, param, "msg"))
 
 
 def _content_part(part: Any, param: str, part_type: str) -> dict[str, Any]:
     if not isinstance(part, dict):
-        raise _invalid_type(param, "an object", part)
+        raise invalid_type(param, "an object", part)
     kind = part.get("type")
     if kind in ("input_image", "input_file", "input_audio", "refusal"):
         raise InvalidRequest(f"Content of type '{kind}' is not supported by gpt-oss.", param=f"{param}.type")
@@ -464,7 +448,7 @@ def _content_part(part: Any, param: str, part_type: str) -> dict[str, Any]:
                              code="invalid_value")
     text = part.get("text")
     if not isinstance(text, str):
-        raise _invalid_type(f"{param}.text", "a string", text)
+        raise invalid_type(f"{param}.text", "a string", text)
     if part_type == "output_text":
         return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
     return {"type": "input_text", "text": text}
@@ -484,7 +468,7 @@ def _reasoning_item(item: dict, param: str) -> dict[str, Any]:
     for key, part_type in (("summary", "summary_text"), ("content", "reasoning_text")):
         parts = item.get(key) or []
         if not isinstance(parts, list):
-            raise _invalid_type(f"{param}.{key}", "an array", parts)
+            raise invalid_type(f"{param}.{key}", "an array", parts)
         for index, part in enumerate(parts):
             if not isinstance(part, dict) or part.get("type") != part_type or not isinstance(part.get("text"), str):
                 raise InvalidRequest(f"'{param}.{key}[{index}]' must be {{'type': '{part_type}', 'text': ...}}.",
@@ -498,12 +482,12 @@ def _item_id(item: dict, param: str, prefix: str) -> str:
     if value is None:
         return new_id(prefix)
     if not isinstance(value, str) or not value:
-        raise _invalid_type(f"{param}.id", "a string", value)
+        raise invalid_type(f"{param}.id", "a string", value)
     return value
 
 
 def _item_str(item: dict, key: str, param: str, allow_empty: bool = False) -> str:
     value = item.get(key)
     if not isinstance(value, str) or (not value and not allow_empty):
-        raise _invalid_type(f"{param}.{key}", "a non-empty string", value)
+        raise invalid_type(f"{param}.{key}", "a non-empty string", value)
     return value

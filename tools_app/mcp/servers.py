@@ -9,7 +9,7 @@ from typing import Any
 
 from django.db.models import Q
 
-from responses_app.errors import InvalidRequest
+from responses_app.errors import InvalidRequest, invalid_type
 from tools_app.mcp.client import McpError, McpServerSpec
 from tools_app.net import UrlRefused, check_url
 
@@ -128,7 +128,7 @@ def _server_url(value: Any, param: str) -> str | None:
     from urllib.parse import urlsplit
 
     if not isinstance(value, str):
-        raise _invalid_type(param, "a string", value)
+        raise invalid_type(param, "a string", value)
     try:
         parts = urlsplit(value)
         valid = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
@@ -158,7 +158,7 @@ def _allowed_tools(value: Any, param: str) -> list[str] | None:
         return _tool_names(value["tool_names"], f"{param}.tool_names")
     if isinstance(value, list):
         return _tool_names(value, param)
-    raise _invalid_type(param, 'an array of strings or {"tool_names": [...]}', value)
+    raise invalid_type(param, 'an array of strings or {"tool_names": [...]}', value)
 
 
 def _require_approval(value: Any, param: str) -> str | dict | None:
@@ -179,7 +179,7 @@ def _require_approval(value: Any, param: str) -> str | dict | None:
         if entry is None:
             continue
         if not isinstance(entry, dict):
-            raise _invalid_type(f"{param}.{mode}", 'an object {"tool_names": [...]}', entry)
+            raise invalid_type(f"{param}.{mode}", 'an object {"tool_names": [...]}', entry)
         unknown = set(entry) - {"tool_names", "read_only"}
         if unknown or entry.get("read_only"):
             name = sorted(unknown)[0] if unknown else "read_only"
@@ -191,7 +191,7 @@ def _require_approval(value: Any, param: str) -> str | dict | None:
 
 def _tool_names(value: Any, param: str) -> list[str]:
     if not isinstance(value, list) or not all(isinstance(name, str) for name in value):
-        raise _invalid_type(param, "an array of strings", value)
+        raise invalid_type(param, "an array of strings", value)
     return list(dict.fromkeys(value))  # order kept, duplicates dropped
 
 
@@ -199,10 +199,10 @@ def _headers(value: Any, param: str) -> dict[str, str] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise _invalid_type(param, "an object of strings", value)
+        raise invalid_type(param, "an object of strings", value)
     for name, header in value.items():
         if not isinstance(header, str):
-            raise _invalid_type(f"{param}.{name}", "a string", header)
+            raise invalid_type(f"{param}.{name}", "a string", header)
         if not name or any(ch in name + header for ch in "\r\n\0"):
             raise InvalidRequest(f"Invalid header '{param}.{name}'.", param=f"{param}.{name}", code="invalid_value")
     return dict(value)
@@ -210,12 +210,5 @@ def _headers(value: Any, param: str) -> dict[str, str] | None:
 
 def _optional_string(value: Any, param: str) -> str | None:
     if value is not None and not isinstance(value, str):
-        raise _invalid_type(param, "a string", value)
+        raise invalid_type(param, "a string", value)
     return value
-
-
-def _invalid_type(param: str, expected: str, value: Any) -> InvalidRequest:
-    names = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
-    got = names.get(type(value), "null" if value is None else type(value).__name__)
-    return InvalidRequest(f"Invalid type for '{param}': expected {expected}, but got {got}.", param=param,
-                          code="invalid_type")
