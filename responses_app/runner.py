@@ -321,7 +321,9 @@ class Generation:
             except HarmonyOutputError:
                 closing = []
             if self.call is None:
-                _apply(self.builder, [step for step in closing if not isinstance(step, MessageFinished)])
+                for step in closing:
+                    if not isinstance(step, MessageFinished):
+                        self.builder.apply(step)
             self.builder.close_open_item()
             return TurnEnd(self.tokens, status=ResponseStatus.INCOMPLETE, details={"reason": "max_output_tokens"})
         if stop != "tool_call":
@@ -382,18 +384,13 @@ class Generation:
             self.call.finished(step.text)
             self.ready_call, self.call = self.call, None
         else:
-            _apply(self.builder, [step])
+            self.builder.apply(step)
 
 
 def _format_constraint(output_format: dict[str, Any]) -> dict[str, Any]:
     if output_format["type"] == "json_schema":
         return {"json_schema": output_format["schema"]}
     return {"json_object": True}
-
-
-def _apply(builder: EventBuilder, progress: list) -> None:
-    for step in progress:
-        builder.apply(step)
 
 
 ECHO_KNOBS = ("echo_token_delay_ms", "echo_die_after_tokens")

@@ -146,9 +146,6 @@ class Toolbox:
 
     # --- during the turns -------------------------------------------------------------------
 
-    def owns(self, recipient: str) -> bool:
-        return self._route(recipient) is not None
-
     def call_for(self, recipient: str) -> ToolCall:
         """The tool call the model is starting to write (its header named ``recipient``)."""
         route = self._route(recipient)
@@ -411,7 +408,6 @@ class McpApprovalRequest:
         self.builder.add_item({"id": new_id("mcpr"), "type": "mcp_approval_request", "server_label": self.label,
                                "name": self.name, "arguments": self.arguments})
         self.builder.finish_item(None)
-        return None
 
 
 def _json_object(text: str) -> dict[str, Any]:
