@@ -23,6 +23,7 @@ from django.db.models import F
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from .cancel_watch import cancel_watch
 from .conversation import ChainBroken, response_history, response_prompt
 from .engines.base import EngineDead, SamplingParams
 from .engines.host import engine_host
@@ -39,7 +40,6 @@ from .tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
 from .usage import add_to_daily_usage
 
 log = logging.getLogger(__name__)
-CANCEL_POLL_S = 0.5
 
 
 class CancelRequested(Exception):
@@ -101,7 +101,6 @@ class BatchWriter:
     builder: EventBuilder
     last_flush: float = field(default_factory=time.monotonic)
     last_lease: float = field(default_factory=time.monotonic)
-    last_cancel_check: float = field(default_factory=time.monotonic)
 
     def tick(self) -> None:
         now = time.monotonic()
@@ -110,19 +109,15 @@ class BatchWriter:
             cancel = self.flush()
         elif now - self.last_lease >= settings.LEASE_RENEW_S:
             cancel = self.flush()
-        elif now - self.last_cancel_check >= CANCEL_POLL_S:
-            self.last_cancel_check = now
-            row = Response.objects.filter(pk=self.response.pk).values_list("cancel_requested", flat=True).first()
-            if row is None:
-                raise LeaseLost(self.response.pk)  # deleted
-            cancel = row
+        else:
+            cancel = cancel_watch().cancel_requested(self.response.pk)
         if cancel:
             raise CancelRequested()
 
     def flush(self, final_fields: dict[str, Any] | None = None) -> bool:
         events, items = self.builder.drain()
         cancel = save_batch(self.response, self.owner, events, items, final_fields)
-        self.last_flush = self.last_lease = self.last_cancel_check = time.monotonic()
+        self.last_flush = self.last_lease = time.monotonic()
         return cancel
 
 
@@ -140,20 +135,21 @@ def run_response(response_id: str) -> None:
         builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
     writer = BatchWriter(response, owner, builder)
     usage = Usage()
-    try:
-        status, details = _generate(response, builder, writer, usage)
-        error = None
-    except CancelRequested:
-        status, details, error = ResponseStatus.CANCELLED, None, None
-    except LeaseLost:
-        log.warning("%s: lease lost; another party ended or removed the response", response_id)
-        return
-    except ResponseFailure as failure:
-        status, details, error = ResponseStatus.FAILED, None, {"code": failure.code, "message": failure.message}
-    except Exception:
-        log.exception("%s: generation failed", response_id)
-        status, details = ResponseStatus.FAILED, None
-        error = {"code": "server_error", "message": "The server had an error while generating this response."}
+    with cancel_watch().watching(response_id):
+        try:
+            status, details = _generate(response, builder, writer, usage)
+            error = None
+        except CancelRequested:
+            status, details, error = ResponseStatus.CANCELLED, None, None
+        except LeaseLost:
+            log.warning("%s: lease lost; another party ended or removed the response", response_id)
+            return
+        except ResponseFailure as failure:
+            status, details, error = ResponseStatus.FAILED, None, {"code": failure.code, "message": failure.message}
+        except Exception:
+            log.exception("%s: generation failed", response_id)
+            status, details = ResponseStatus.FAILED, None
+            error = {"code": "server_error", "message": "The server had an error while generating this response."}
     _finish(response, builder, writer, status, details, error, usage)
     recorder.response_finished(response.model, status, usage.output_tokens, time.monotonic() - claimed_at)
 

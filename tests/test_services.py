@@ -11,12 +11,14 @@ from datetime import timedelta
 from typing import Any
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.test import override_settings
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from responses_app import services
 from responses_app.auth import create_api_key
+from responses_app.cancel_watch import CancelWatch
 from responses_app.conversation import prompt_request
 from responses_app.errors import InvalidRequest, NotFound
 from responses_app.event_store import LeaseLost, save_batch
@@ -510,6 +512,22 @@ def test_deleting_a_running_response_makes_its_worker_lose_the_lease(queued):
     with pytest.raises(LeaseLost):
         save_batch(running, "worker-a", [], [])
 
+
+
+def test_one_query_polls_the_cancel_flags_of_all_watched_responses(tenant, django_capture_on_commit_callbacks):
+    watch = CancelWatch(interval_s=3600)  # its thread sleeps; this test polls by hand
+    with django_capture_on_commit_callbacks(execute=False):
+        cancelled, running = start_with_open_message(create(tenant)), start_with_open_message(create(tenant))
+    with watch.watching(cancelled.pk), watch.watching(running.pk):
+        services.request_cancel(cancelled)
+        assert not watch.cancel_requested(cancelled.pk)  # seen at the next poll, not before
+
+        with CaptureQueriesContext(connection) as queries:
+            watch.poll()
+
+        assert len(queries) == 1
+        assert watch.cancel_requested(cancelled.pk) and not watch.cancel_requested(running.pk)
+    assert not watch.cancel_requested(cancelled.pk)  # no longer watched
 
 # --- the whole worker path in this process ---------------------------------------------------
 

@@ -24,7 +24,7 @@ from .base import Engine, EngineChunk, EngineDead, SamplingParams
 
 log = logging.getLogger(__name__)
 _END = object()
-STREAM_BATCH_S = 0.02
+STREAM_BATCH_S = 0.05
 
 
 class EngineHost:

@@ -9,6 +9,7 @@ process and echo-only workers never load it.
 from __future__ import annotations
 
 import logging
+import os
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -19,6 +20,12 @@ from .base import EngineChunk, EngineDead, SamplingParams
 log = logging.getLogger(__name__)
 ABORTED_HISTORY = 1000
 STEP_HISTORY = 2000
+# The nice value of vLLM's engine processes when vLLM computes on the CPU (a registry
+# entry's "engine_nice" overrides it). Between steps its engine core and worker spin on
+# shared memory (sched_yield) for up to a second; at equal priority those spins take the
+# cores from the web process, PostgreSQL and Redis, and a burst of creates then waits
+# seconds behind them. Niced, the engine still gets every cycle the serving side leaves.
+CPU_ENGINE_NICE = 10
 # Engine arguments this server always sets; a registry entry's "engine_args" may override.
 DEFAULT_ENGINE_ARGS: dict[str, Any] = {
     "enable_prefix_caching": True,  # the turns of a tool loop share their prefix
@@ -73,7 +80,11 @@ class VllmEngine:
         arguments.update(model=self.entry["path"], max_model_len=self.entry["max_model_len"])
         if isinstance(arguments.get("structured_outputs_config"), dict):  # as written in a JSON registry
             arguments["structured_outputs_config"] = StructuredOutputsConfig(**arguments["structured_outputs_config"])
+        spawned_before = _child_pids()
         self._llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**arguments), stat_loggers=[self._stat_logger()])
+        nice = self.entry.get("engine_nice", CPU_ENGINE_NICE if _on_cpu() else 0)
+        if nice:
+            _renice(_child_pids() - spawned_before, nice)
         config = self._llm.vllm_config.cache_config
         log.info("vLLM engine for %s is up: %s KV cache blocks of %s tokens, prefix caching %s",
                  self.model_id, config.num_gpu_blocks, config.block_size, config.enable_prefix_caching)
@@ -171,3 +182,27 @@ class VllmEngine:
                 pass
 
         return SchedulerRecorder
+
+
+def _on_cpu() -> bool:
+    from vllm.platforms import current_platform
+
+    return current_platform.is_cpu()
+
+
+def _child_pids() -> set[int]:
+    import psutil  # a dependency of vLLM
+
+    return {child.pid for child in psutil.Process().children(recursive=True)}
+
+
+def _renice(pids: set[int], nice: int) -> None:
+    """Set the nice value of every thread of these processes (Linux's nice is per thread;
+    threads they start later inherit it)."""
+    for pid in pids:
+        try:
+            for thread_id in os.listdir(f"/proc/{pid}/task"):
+                os.setpriority(os.PRIO_PROCESS, int(thread_id), nice)
+        except (FileNotFoundError, ProcessLookupError):  # a helper process that already exited
+            continue
+    log.info("vLLM engine processes %s run at nice %d", sorted(pids), nice)

@@ -1,0 +1,76 @@
+"""One cancel-flag poll per worker process for every response that the process runs.
+
+A response's task thread must notice a cancel within a second. Polling the row from
+each task thread costs one query per response every CANCEL_POLL_S; with tens of
+responses per worker, those queries take CPU from the engine. This thread asks once for
+all of them. (A deleted row is noticed by the lease-guarded write of the next batch.)
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from django.db import close_old_connections, connection
+
+from .models import Response
+
+log = logging.getLogger(__name__)
+CANCEL_POLL_S = 0.5
+
+
+class CancelWatch:
+    def __init__(self, interval_s: float = CANCEL_POLL_S) -> None:
+        self.interval_s = interval_s
+        self._cancel_requested: dict[str, bool] = {}
+        self._lock = threading.Lock()
+        self._thread: threading.Thread | None = None
+
+    @contextmanager
+    def watching(self, response_id: str) -> Iterator[None]:
+        with self._lock:
+            self._cancel_requested[response_id] = False
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="cancel-watch", daemon=True)
+                self._thread.start()
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._cancel_requested.pop(response_id, None)
+
+    def cancel_requested(self, response_id: str) -> bool:
+        """As of the last poll (at most ``interval_s`` old)."""
+        with self._lock:
+            return self._cancel_requested.get(response_id, False)
+
+    def poll(self) -> None:
+        with self._lock:
+            watched = list(self._cancel_requested)
+        if not watched:
+            return
+        cancelled = set(Response.objects.filter(pk__in=watched, cancel_requested=True).values_list("pk", flat=True))
+        with self._lock:
+            for response_id in cancelled:
+                if response_id in self._cancel_requested:  # not finished meanwhile
+                    self._cancel_requested[response_id] = True
+
+    def _run(self) -> None:
+        while True:
+            time.sleep(self.interval_s)
+            try:
+                close_old_connections()
+                self.poll()
+            except Exception:  # a database restart: the next poll reconnects
+                log.exception("cancel watch: polling failed")
+                connection.close()
+
+
+_watch = CancelWatch()
+
+
+def cancel_watch() -> CancelWatch:
+    return _watch
