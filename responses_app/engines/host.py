@@ -108,9 +108,10 @@ class EngineHost:
                 except queue.Empty:
                     yield None
                     continue
-                # Everything the engine produces within STREAM_BATCH_S goes out as one chunk:
-                # under load a task thread wakes a few times per event-flush interval instead
-                # of once per engine step (its wake-ups, not the parsing, cost the CPU).
+                # Everything the engine produces within STREAM_BATCH_S (the event-flush
+                # interval) goes out as one chunk: under load a task thread wakes about once
+                # per flush instead of once per engine step (its wake-ups, not the parsing,
+                # cost the CPU that the engine needs).
                 if isinstance(items[0], EngineChunk):
                     time.sleep(STREAM_BATCH_S)
                 while not isinstance(items[-1], BaseException) and items[-1] is not _END:
