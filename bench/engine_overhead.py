@@ -1,12 +1,14 @@
 """What the whole stack costs on top of vLLM: tokens/s and time to first event, side by side.
 
-Phase 1 runs the tiny random gpt-oss on a bare AsyncLLM in this process; phase 2 sends the
+"raw" runs the tiny random gpt-oss on a bare AsyncLLM in this process; "stack" sends the
 same load through the whole stack (HTTP create -> Celery -> vLLM -> events in PostgreSQL
--> SSE -> the openai SDK). Each phase runs 1, 8 and 32 concurrent responses of exactly N
-tokens: the random model never finishes its first harmony header, so greedy decoding with
-``max_output_tokens=N`` always runs N tokens and ends ``incomplete``.
+-> SSE -> the openai SDK). Both run 1, 8 and 32 concurrent responses of exactly N tokens:
+the random model never finishes its first harmony header, so greedy decoding with
+``max_output_tokens=N`` always runs N tokens and ends ``incomplete``. Both engines stay up
+and the two take turns, round by round (3 rounds per level by default); the report gives
+the median tokens/s of each side and their ratio.
 
-    .venv/bin/python bench/engine_overhead.py [--tokens 512] [--levels 1,8,32]
+    .venv/bin/python bench/engine_overhead.py [--tokens 512] [--levels 1,8,32] [--rounds 3]
 
 It starts its own PostgreSQL and Redis (scripts/test-services.sh in .run/bench, so a
 concurrent ``make test`` in .run/test is left alone) and stops everything it started, also
@@ -43,6 +45,7 @@ SERVICES_SCRIPT = ROOT / "scripts" / "test-services.sh"
 # Production settings, not the live tests' short leases: the bench measures what a deployment pays.
 TEST_ONLY_ENV = ("RESPONSE_LEASE_TTL_S", "RESPONSE_LEASE_RENEW_S", "REAPER_INTERVAL_S", "PURGE_INTERVAL_S",
                  "UNSTORED_RETENTION_S", "SSE_KEEPALIVE_S", "ECHO_TOKEN_DELAY_MS")
+SETTLE_S = 2.0
 TERMINAL_TYPES = ("response.completed", "response.incomplete", "response.failed", "response.cancelled")
 
 
@@ -101,15 +104,20 @@ def texts(count: int, kind: str = "load") -> list[str]:
     return [f"Benchmark {kind} {i}: describe the number {i * 7919 % 1000} in a few words." for i in range(count)]
 
 
-def plan_levels(valid: list[str], levels: list[int]) -> dict[int, list[str]]:
-    """Each level gets texts of its own (no prompt is repeated across levels)."""
-    if len(valid) < sum(levels):
+def plan_rounds(valid: list[str], levels: list[int], rounds: int) -> dict[int, list[list[str]]]:
+    """Texts for each round of each level; no prompt is repeated across rounds or levels
+    (each engine's prefix cache would serve a repeated one)."""
+    needed = sum(levels) * rounds
+    if len(valid) < needed:
         raise RuntimeError(f"only {len(valid)} candidate inputs keep the random model inside its first header "
-                           f"for N tokens; {sum(levels)} are needed (try a smaller --tokens)")
-    plan, start = {}, 0
+                           f"for N tokens; {needed} are needed (try a smaller --tokens)")
+    plan: dict[int, list[list[str]]] = {}
+    start = 0
     for level in levels:
-        plan[level] = valid[start:start + level]
-        start += level
+        plan[level] = []
+        for _ in range(rounds):
+            plan[level].append(valid[start:start + level])
+            start += level
     return plan
 
 
@@ -173,36 +181,66 @@ def describe(phase: str, level: LevelResult, n: int) -> str:
     return line + f"\n        CPU seconds in {level.wall:.1f} s x {os.cpu_count()} CPUs: {cpu}"
 
 
-# --- phase 1: raw AsyncLLM -----------------------------------------------------------------------
+# --- phase "raw": AsyncLLM alone ---------------------------------------------------------------
 
 
-async def raw_phase(entry: dict[str, Any], prompts: dict[str, list[int]], candidates: list[str],
-                    levels: list[int], n: int) -> tuple[list[LevelResult], dict[int, list[str]]]:
-    from vllm.inputs import TokensPrompt
+class RawEngine:
+    """The tiny model on a bare AsyncLLM in this process, on a loop thread of its own, so
+    that its rounds can alternate with the stack's."""
 
-    from responses_app.engines.base import SamplingParams
-    from responses_app.engines.vllm_engine import VllmEngine
-    from responses_app.harmony.encoding import stop_token_ids
+    def __init__(self, entry: dict[str, Any], prompts: dict[str, list[int]]) -> None:
+        self.entry = entry
+        self.prompts = prompts
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, name="raw-engine", daemon=True).start()
+        self.engine: Any = None
+        self.cpu_spec: CpuSpec = []
 
-    # The server's own engine wrapper builds the AsyncLLM (DEFAULT_ENGINE_ARGS + the registry's
-    # engine_args, its scheduler-statistics logger) and the vLLM SamplingParams, so both phases run
-    # the same engine and sampling; the requests below then go to AsyncLLM.generate directly.
-    engine = VllmEngine(MODEL, entry)
-    started = time.perf_counter()
-    await engine.start()
-    print(f"  AsyncLLM up in {time.perf_counter() - started:.1f} s", flush=True)
+    def run(self, coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
-    def params(tokens: int) -> Any:
+    def start(self) -> None:
+        import psutil
+
+        from responses_app.engines.vllm_engine import VllmEngine
+
+        # The server's own engine wrapper builds the AsyncLLM (DEFAULT_ENGINE_ARGS + the
+        # registry's engine_args, its scheduler-statistics logger, the nice value of its
+        # processes) and the vLLM SamplingParams, so both phases run the same engine and
+        # sampling; the requests below then go to AsyncLLM.generate directly.
+        self.engine = VllmEngine(MODEL, self.entry)
+        started = time.perf_counter()
+        self.run(self.engine.start())
+        print(f"  AsyncLLM up in {time.perf_counter() - started:.1f} s", flush=True)
+        # Its engine core and worker are this process's only children until the stack starts.
+        self.cpu_spec = [("bench (AsyncLLM frontend)", os.getpid(), "self")] + [
+            ("engine core+worker", child.pid, "tree") for child in psutil.Process().children()]
+
+    def load(self, batch: list[str], tokens: int, tag: str) -> LevelResult:
+        return self.run(self._load(batch, tokens, tag))
+
+    async def _load(self, batch: list[str], tokens: int, tag: str) -> LevelResult:
+        steps_before = self.engine.scheduler.steps
+        cpu_before = cpu_seconds(self.cpu_spec)
+        requests = await asyncio.gather(*(self._one(text, tokens, f"{tag}-{i}") for i, text in enumerate(batch)))
+        cpu = cpu_delta(cpu_before, cpu_seconds(self.cpu_spec))
+        max_running, steps = steps_since(list(self.engine.scheduler.history), steps_before)
+        return LevelResult(len(batch), list(requests), max_running, steps, [len(self.prompts[t]) for t in batch], cpu)
+
+    async def _one(self, text: str, tokens: int, request_id: str) -> RequestResult:
+        from vllm.inputs import TokensPrompt
+
+        from responses_app.engines.base import SamplingParams
+        from responses_app.harmony.encoding import stop_token_ids
+
         # What runner.Generation sends for {max_output_tokens, temperature: 0}.
-        return engine._sampling_params(SamplingParams(max_tokens=tokens, temperature=0.0,
-                                                      stop_token_ids=stop_token_ids()))
-
-    async def one(text: str, tokens: int, request_id: str) -> RequestResult:
+        params = self.engine._sampling_params(SamplingParams(max_tokens=tokens, temperature=0.0,
+                                                             stop_token_ids=stop_token_ids()))
         submitted = time.perf_counter()
         first = None
         generated: list[int] = []
         finish = ""
-        outputs = engine._llm.generate(TokensPrompt(prompt_token_ids=prompts[text]), params(tokens), request_id)
+        outputs = self.engine._llm.generate(TokensPrompt(prompt_token_ids=self.prompts[text]), params, request_id)
         async for output in outputs:
             completion = output.outputs[0]
             if completion.token_ids and first is None:
@@ -213,37 +251,13 @@ async def raw_phase(entry: dict[str, Any], prompts: dict[str, list[int]], candid
         return RequestResult(tokens=len(generated), submitted=submitted, end=end, first=first,
                              outcome=finish + harmony_check(generated))
 
-    async def load(batch: list[str], tokens: int, tag: str) -> LevelResult:
-        steps_before = engine.scheduler.steps
-        # This process is AsyncLLM's frontend; its children are the engine core and its worker.
-        spec: CpuSpec = [("bench (AsyncLLM frontend)", os.getpid(), "self"),
-                         ("engine core+worker", os.getpid(), "children")]
-        cpu_before = cpu_seconds(spec)
-        requests = await asyncio.gather(*(one(text, tokens, f"{tag}-{i}") for i, text in enumerate(batch)))
-        cpu = cpu_delta(cpu_before, cpu_seconds(spec))
-        max_running, steps = steps_since(list(engine.scheduler.history), steps_before)
-        return LevelResult(len(batch), list(requests), max_running, steps, [len(prompts[t]) for t in batch], cpu)
-
-    try:
-        # The warm-up (first-step costs stay out of the figures) also screens the inputs: for a few
-        # prompts the random model's greedy output is invalid harmony within N tokens, which fails
-        # the response in the stack after fewer tokens. Only inputs that run N clean tokens are used.
-        screening = await load(candidates, n, "screen")
-        valid = [text for text, r in zip(candidates, screening.requests, strict=True)
-                 if r.tokens == n and r.outcome == "length"]
-        print(f"  screened {len(candidates)} inputs: {len(valid)} run {n} tokens inside the first header", flush=True)
-        plan = plan_levels(valid, levels)
-        results = []
-        for level in levels:
-            result = await load(plan[level], n, f"raw-{level}")
-            print(describe("raw", result, n), flush=True)
-            results.append(result)
-        return results, plan
-    finally:
-        await engine.shutdown()
-        # Drop the AsyncLLM while the interpreter is intact (its __del__ complains at exit otherwise).
-        engine._llm = None
-        gc.collect()
+    def shutdown(self) -> None:
+        if self.engine is not None:
+            self.run(self.engine.shutdown())
+            # Drop the AsyncLLM while the interpreter is intact (its __del__ complains at exit otherwise).
+            self.engine._llm = None
+            gc.collect()
+        self.loop.call_soon_threadsafe(self.loop.stop)
 
 
 # --- phase 2: the whole stack ----------------------------------------------------------------------
@@ -321,21 +335,46 @@ def stack_cpu_spec(stack: Any) -> CpuSpec:
     return spec
 
 
-def stack_phase(stack: Any, api_key: str, prompts: dict[str, list[int]], warmup: list[str],
-                plan: dict[int, list[str]], n: int) -> list[LevelResult]:
-    import openai
+class StackLoad:
+    """The same loads through the whole stack, one SDK stream per response."""
 
-    client = openai.OpenAI(base_url=stack.base_url, api_key=api_key, max_retries=0, timeout=600)
+    def __init__(self, stack: Any, api_key: str, prompts: dict[str, list[int]]) -> None:
+        import openai
 
-    def one(text: str, tokens: int, go: threading.Event, results: list[RequestResult | BaseException],
-            index: int) -> None:
+        self.stack = stack
+        self.prompts = prompts
+        self.client = openai.OpenAI(base_url=stack.base_url, api_key=api_key, max_retries=0, timeout=600)
+
+    def load(self, batch: list[str], tokens: int) -> LevelResult:
+        steps_before = scheduler_stats(self.stack).get("steps", 0)
+        spec = stack_cpu_spec(self.stack)
+        cpu_before = cpu_seconds(spec)
+        go = threading.Event()
+        results: list[Any] = [None] * len(batch)
+        # One thread per response, all released at once: the SDK client is synchronous.
+        threads = [threading.Thread(target=self._one, args=(text, tokens, go, results, i), daemon=True)
+                   for i, text in enumerate(batch)]
+        for thread in threads:
+            thread.start()
+        go.set()
+        for thread in threads:
+            thread.join()
+        cpu = cpu_delta(cpu_before, cpu_seconds(spec))
+        errors = [r for r in results if isinstance(r, BaseException)]
+        if errors:
+            raise RuntimeError(f"{len(errors)} of {len(batch)} streams failed") from errors[0]
+        max_running, steps = steps_since(scheduler_stats(self.stack).get("history", []), steps_before)
+        return LevelResult(len(batch), results, max_running, steps, [len(self.prompts[t]) for t in batch], cpu)
+
+    def _one(self, text: str, tokens: int, go: threading.Event, results: list[RequestResult | BaseException],
+             index: int) -> None:
         go.wait()
         submitted = time.perf_counter()
         first = in_progress = None
         final: Any = None
         try:
-            stream = client.responses.create(model=MODEL, input=text, stream=True, max_output_tokens=tokens,
-                                             temperature=0)
+            stream = self.client.responses.create(model=MODEL, input=text, stream=True, max_output_tokens=tokens,
+                                                  temperature=0)
             with stream:
                 for event in stream:  # every event, to the end, as a client would
                     now = time.perf_counter()
@@ -357,38 +396,9 @@ def stack_phase(stack: Any, api_key: str, prompts: dict[str, list[int]], warmup:
             outcome += f" ({final.error.message[:100]})"
         results[index] = RequestResult(tokens=usage.output_tokens if usage else 0, submitted=submitted, end=end,
                                        first=first, in_progress=in_progress, outcome=outcome)
-        if usage is not None and usage.input_tokens != len(prompts[text]):
+        if usage is not None and usage.input_tokens != len(self.prompts[text]):
             print(f"  WARNING: the stack's prompt has {usage.input_tokens} tokens, the raw one "
-                  f"{len(prompts[text])}", flush=True)
-
-    def load(batch: list[str], tokens: int) -> LevelResult:
-        steps_before = scheduler_stats(stack).get("steps", 0)
-        spec = stack_cpu_spec(stack)
-        cpu_before = cpu_seconds(spec)
-        go = threading.Event()
-        results: list[Any] = [None] * len(batch)
-        # One thread per response, all released at once: the SDK client is synchronous.
-        threads = [threading.Thread(target=one, args=(text, tokens, go, results, i), daemon=True)
-                   for i, text in enumerate(batch)]
-        for thread in threads:
-            thread.start()
-        go.set()
-        for thread in threads:
-            thread.join()
-        cpu = cpu_delta(cpu_before, cpu_seconds(spec))
-        errors = [r for r in results if isinstance(r, BaseException)]
-        if errors:
-            raise RuntimeError(f"{len(errors)} of {len(batch)} streams failed") from errors[0]
-        max_running, steps = steps_since(scheduler_stats(stack).get("history", []), steps_before)
-        return LevelResult(len(batch), results, max_running, steps, [len(prompts[t]) for t in batch], cpu)
-
-    load(warmup, 16)  # task threads' DB connections, the SDK's connection pool
-    results = []
-    for batch in plan.values():
-        result = load(batch, n)
-        print(describe("stack", result, n), flush=True)
-        results.append(result)
-    return results
+                  f"{len(self.prompts[text])}", flush=True)
 
 
 # --- services --------------------------------------------------------------------------------------
@@ -435,30 +445,43 @@ def pair(values: tuple[float, float]) -> str:
     return f"{values[0]:.3f} / {values[1]:.3f}"
 
 
-def report(raw: list[LevelResult], stack: list[LevelResult], n: int, args: argparse.Namespace) -> float | None:
+def report(raw: dict[int, list[LevelResult]], stack: dict[int, list[LevelResult]], n: int,
+           args: argparse.Namespace) -> float | None:
     import psutil
 
     print()
     print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), "
           f"{psutil.virtual_memory().total / 2**30:.0f} GiB RAM; model {MODEL}; N = {n} tokens per response; "
-          f"vllm-worker --concurrency {args.worker_concurrency}")
-    print("tokens/s: all generated tokens / (last completion - first submit).")
+          f"{args.rounds} rounds per level, raw and stack alternating; vllm-worker --concurrency "
+          f"{args.worker_concurrency}")
+    print("tokens/s: all generated tokens / (last completion - first submit), the median of the rounds; "
+          "stack/raw is the ratio of those medians (each round's own ratio in brackets).")
     print("first event, raw: time to the first token. stack: time from create() to response.created (the first "
-          "SSE event) | to response.in_progress (a worker claimed it). Median / max over the concurrent responses, "
-          "in seconds.")
-    header = (f"{'conc':>4} | {'raw tok/s':>9} | {'stack tok/s':>11} | {'stack/raw':>9} | {'raw 1st token':>15} | "
+          "SSE event) | to response.in_progress (a worker claimed it). Median / max over all the rounds' "
+          "responses, in seconds.")
+    header = (f"{'conc':>4} | {'raw tok/s':>9} | {'stack tok/s':>11} | {'stack/raw':>26} | {'raw 1st token':>15} | "
               f"{'stack created':>15} | {'stack in_progress':>17} | {'engine max running raw/stack':>28}")
     print(header)
     print("-" * len(header))
     ratio_at_top = None
-    for r, s in zip(raw, stack, strict=True):
-        ratio = s.tokens_per_s / r.tokens_per_s
-        if r.concurrency == 32:
+    for level in raw:
+        raw_speed = statistics.median(r.tokens_per_s for r in raw[level])
+        stack_speed = statistics.median(r.tokens_per_s for r in stack[level])
+        ratio = stack_speed / raw_speed
+        if level == 32:
             ratio_at_top = ratio
-        print(f"{r.concurrency:>4} | {r.tokens_per_s:>9.1f} | {s.tokens_per_s:>11.1f} | {ratio:>9.2f} | "
-              f"{pair(r.first()):>15} | {pair(s.first()):>15} | {pair(s.first('in_progress')):>17} | "
-              f"{f'{r.max_running} / {s.max_running}':>28}")
+        each = ", ".join(f"{s.tokens_per_s / r.tokens_per_s:.2f}" for r, s in zip(raw[level], stack[level],
+                                                                                   strict=True))
+        raw_all, stack_all = pooled(raw[level]), pooled(stack[level])
+        running = f"{max(r.max_running for r in raw[level])} / {max(r.max_running for r in stack[level])}"
+        print(f"{level:>4} | {raw_speed:>9.1f} | {stack_speed:>11.1f} | {f'{ratio:.2f} ({each})':>26} | "
+              f"{pair(raw_all.first()):>15} | {pair(stack_all.first()):>15} | "
+              f"{pair(stack_all.first('in_progress')):>17} | {running:>28}")
     return ratio_at_top
+
+
+def pooled(results: list[LevelResult]) -> LevelResult:
+    return LevelResult(results[0].concurrency, [r for result in results for r in result.requests])
 
 
 # --- main --------------------------------------------------------------------------------------------
@@ -469,6 +492,9 @@ def parse_args() -> argparse.Namespace:
     # 512: long enough that the 1-concurrent run lasts seconds, short enough for a few minutes in all.
     parser.add_argument("--tokens", type=int, default=512, help="tokens per response (N)")
     parser.add_argument("--levels", default="1,8,32", help="concurrency levels, comma-separated")
+    # Several short rounds, raw and stack taking turns: the machine's background load drifts
+    # over minutes, and one raw phase followed by one stack phase measured that drift too.
+    parser.add_argument("--rounds", type=int, default=3, help="rounds per level and phase")
     parser.add_argument("--worker-concurrency", type=int, default=64,
                         help="the vllm-worker's Celery threads (the Procfile's default is 64)")
     return parser.parse_args()
@@ -491,8 +517,9 @@ def main() -> float | None:
     from tests.live import free_port
 
     stack = None
-    raw: list[LevelResult] = []
-    staged: list[LevelResult] = []
+    raw_engine = None
+    raw: dict[int, list[LevelResult]] = {level: [] for level in levels}
+    staged: dict[int, list[LevelResult]] = {level: [] for level in levels}
     try:
         print(f"services: PostgreSQL + Redis in {SERVICES_DIR.relative_to(ROOT)}", flush=True)
         services("start", free_port(), free_port())
@@ -520,20 +547,30 @@ def main() -> float | None:
         registry = model_registry({MODEL: path})
         # The stack renders the prompt with the response's creation date (UTC); so does the bench.
         today = dt.datetime.now(dt.UTC).date().isoformat()
-        # A third more candidates than the levels need, for the screening (see raw_phase).
-        candidates = texts(sum(levels) + sum(levels) // 3 + 4)
+        # A third more candidates than the rounds need, for the screening below.
+        needed = sum(levels) * args.rounds
+        candidates = texts(needed + needed // 3 + 4)
         warmup = texts(max(levels), "warmup")
-        all_texts = candidates + warmup
         prompts = {text: render_prompt(PromptRequest(
             history=[{"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}],
-            conversation_date=today)) for text in all_texts}
+            conversation_date=today)) for text in candidates + warmup}
         lengths = sorted(len(p) for p in prompts.values())
-        print(f"prompts: {lengths[0]}-{lengths[-1]} tokens; N = {n}; levels {levels}", flush=True)
+        print(f"prompts: {lengths[0]}-{lengths[-1]} tokens; N = {n}; levels {levels}; {args.rounds} rounds",
+              flush=True)
 
-        print("phase 1: raw AsyncLLM in this process", flush=True)
-        raw, plan = asyncio.run(raw_phase(registry[MODEL], prompts, candidates, levels, n))
+        print("raw: AsyncLLM in this process", flush=True)
+        raw_engine = RawEngine(registry[MODEL], prompts)
+        raw_engine.start()
+        # The screening (also the raw engine's warm-up) keeps only inputs that run N clean
+        # tokens: for a few prompts the random model's greedy output turns into invalid
+        # harmony, which fails the response in the stack after fewer tokens.
+        screening = raw_engine.load(candidates, n, "screen")
+        valid = [text for text, r in zip(candidates, screening.requests, strict=True)
+                 if r.tokens == n and r.outcome == "length"]
+        print(f"  screened {len(candidates)} inputs: {len(valid)} run {n} tokens inside the first header", flush=True)
+        plan = plan_rounds(valid, levels, args.rounds)
 
-        print("phase 2: the whole stack (Daphne, Celery worker + beat, vllm-worker, PostgreSQL, Redis)", flush=True)
+        print("stack: Daphne, Celery worker + beat, vllm-worker, PostgreSQL, Redis", flush=True)
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True,
                        env={**os.environ})
         from responses_app.auth import create_api_key
@@ -546,15 +583,37 @@ def main() -> float | None:
             stack.start(name)
         print(f"  stack up in {time.perf_counter() - started:.1f} s (logs: test-artifacts/live/*-{stack.port}.log)",
               flush=True)
-        staged = stack_phase(stack, api_key, prompts, warmup, plan, n)
+        stack_load = StackLoad(stack, api_key, prompts)
+        stack_load.load(warmup, 16)  # task threads' DB connections, the SDK's connection pool
+
+        # Both engines are up (each idle while the other runs); each round runs the same texts
+        # through both, and which goes first alternates from round to round.
+        for level in levels:
+            for round_number, batch in enumerate(plan[level]):
+                phases = ["raw", "stack"] if round_number % 2 == 0 else ["stack", "raw"]
+                for phase in phases:
+                    # After its last step an engine spins on shared memory for about a second:
+                    # let the other one go quiet first.
+                    time.sleep(SETTLE_S)
+                    if phase == "raw":
+                        result = raw_engine.load(batch, n, f"raw-{level}-{round_number}")
+                        raw[level].append(result)
+                    else:
+                        result = stack_load.load(batch, n)
+                        staged[level].append(result)
+                    print(describe(phase, result, n), flush=True)
     finally:
         # Everything stops before the report, so that the ratio really is the last line.
+        if raw_engine is not None:
+            raw_engine.shutdown()
         if stack is not None:
             stack.stop()
         try:
             services("stop")
         finally:
             kill_descendants()
+    if not all(staged.values()):
+        return None  # interrupted
     return report(raw, staged, n, args)
 
 

@@ -20,11 +20,12 @@ from .base import EngineChunk, EngineDead, SamplingParams
 log = logging.getLogger(__name__)
 ABORTED_HISTORY = 1000
 STEP_HISTORY = 2000
-# The nice value of vLLM's engine processes when vLLM computes on the CPU (a registry
-# entry's "engine_nice" overrides it). Between steps its engine core and worker spin on
-# shared memory (sched_yield) for up to a second; at equal priority those spins take the
-# cores from the web process, PostgreSQL and Redis, and a burst of creates then waits
-# seconds behind them. Niced, the engine still gets every cycle the serving side leaves.
+# The nice value of vLLM's engine core process when vLLM computes on the CPU (a registry
+# entry's "engine_nice" overrides it). While its worker computes a step, and for a second
+# after the last one, the engine core spins on shared memory (sched_yield); at equal
+# priority that spin takes the cores from the web process, PostgreSQL and Redis, and a
+# burst of creates then waits seconds behind it. The worker process, which does the
+# model's compute, keeps its priority.
 CPU_ENGINE_NICE = 10
 # Engine arguments this server always sets; a registry entry's "engine_args" may override.
 DEFAULT_ENGINE_ARGS: dict[str, Any] = {
@@ -84,6 +85,7 @@ class VllmEngine:
         self._llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**arguments), stat_loggers=[self._stat_logger()])
         nice = self.entry.get("engine_nice", CPU_ENGINE_NICE if _on_cpu() else 0)
         if nice:
+            # This process's new children are the engine core(s); the workers are theirs.
             _renice(_child_pids() - spawned_before, nice)
         config = self._llm.vllm_config.cache_config
         log.info("vLLM engine for %s is up: %s KV cache blocks of %s tokens, prefix caching %s",
@@ -193,16 +195,16 @@ def _on_cpu() -> bool:
 def _child_pids() -> set[int]:
     import psutil  # a dependency of vLLM
 
-    return {child.pid for child in psutil.Process().children(recursive=True)}
+    return {child.pid for child in psutil.Process().children()}
 
 
 def _renice(pids: set[int], nice: int) -> None:
     """Set the nice value of every thread of these processes (Linux's nice is per thread;
-    threads they start later inherit it)."""
+    threads started later inherit it, processes started earlier keep theirs)."""
     for pid in pids:
         try:
             for thread_id in os.listdir(f"/proc/{pid}/task"):
                 os.setpriority(os.PRIO_PROCESS, int(thread_id), nice)
         except (FileNotFoundError, ProcessLookupError):  # a helper process that already exited
             continue
-    log.info("vLLM engine processes %s run at nice %d", sorted(pids), nice)
+    log.info("vLLM engine core processes %s run at nice %d", sorted(pids), nice)
