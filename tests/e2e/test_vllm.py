@@ -147,7 +147,7 @@ def test_eight_concurrent_responses_are_batched_by_one_engine_and_all_complete(a
     # response runs to its budget. The claim is that one engine batches whatever the worker
     # runs at once, read from vLLM's own scheduler statistics. How many ran at once is read
     # from the rows: on a shared 2-core machine part of a burst can still reach the worker
-    # late (before the engine ran niced, its spin loops starved the web process of CPU for
+    # late (before vLLM's engine core ran niced, its spin starved the web process of CPU for
     # seconds: see README, benchmark), so a round in which fewer than six were in the
     # worker together is run again, up to three times.
     rounds = []
