@@ -206,7 +206,7 @@ class RawEngine:
 
         # The server's own engine wrapper builds the AsyncLLM (DEFAULT_ENGINE_ARGS + the
         # registry's engine_args, its scheduler-statistics logger, the nice value of its
-        # processes) and the vLLM SamplingParams, so both phases run the same engine and
+        # engine core) and the vLLM SamplingParams, so both sides run the same engine and
         # sampling; the requests below then go to AsyncLLM.generate directly.
         self.engine = VllmEngine(MODEL, self.entry)
         started = time.perf_counter()
