@@ -115,11 +115,8 @@ class LiveStack:
             # The trained tiny model learned the python tool's description with this timeout
             # (tiny_models.PYTHON_TIMEOUT_S); the echo worker keeps the short one.
             env = {**env, "TOOL_CALL_TIMEOUT_S": "30"}
-        # A process group of its own (killed as one), in this session: Linux's autogroup
-        # scheduling shares the CPU equally between sessions, so per-process sessions would
-        # void the vLLM engine's lower priority (vllm_engine.CPU_ENGINE_NICE).
         self.processes[name] = subprocess.Popen(self.commands()[name], cwd=ROOT, env=env, stdout=log,
-                                                stderr=subprocess.STDOUT, process_group=0)
+                                                stderr=subprocess.STDOUT, start_new_session=True)
         if name == "web":
             self.wait_for_web()
         if name in ("worker", "vllm-worker"):

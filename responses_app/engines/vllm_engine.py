@@ -11,7 +11,8 @@ from __future__ import annotations
 import logging
 import os
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,13 +21,14 @@ from .base import EngineChunk, EngineDead, SamplingParams
 log = logging.getLogger(__name__)
 ABORTED_HISTORY = 1000
 STEP_HISTORY = 2000
-# The nice value of vLLM's engine core process when vLLM computes on the CPU (a registry
-# entry's "engine_nice" overrides it). While its worker computes a step, and for a second
-# after the last one, the engine core spins on shared memory (sched_yield); at equal
-# priority that spin takes the cores from the web process, PostgreSQL and Redis, and a
-# burst of creates then waits seconds behind it. The worker process, which does the
-# model's compute, keeps its priority.
-CPU_ENGINE_NICE = 10
+# On the CPU, vLLM's default executor ("mp") computes in a worker process and keeps a core
+# for its engine core process, which spins on shared memory (sched_yield) while the worker
+# computes a step and for a second after the last one: that core is then lost to the web
+# process, PostgreSQL and Redis. A single-worker engine runs the "uni" executor instead,
+# which schedules and computes in the engine core process and never spins. Its OpenMP
+# threads stay off one core, as vLLM's own CPU layout keeps them (a registry entry's
+# "cpu_threads" overrides the count), and that core serves the rest of the stack.
+CPU_RESERVED_CORES = 1
 # Engine arguments this server always sets; a registry entry's "engine_args" may override.
 DEFAULT_ENGINE_ARGS: dict[str, Any] = {
     "enable_prefix_caching": True,  # the turns of a tool loop share their prefix
@@ -81,12 +83,8 @@ class VllmEngine:
         arguments.update(model=self.entry["path"], max_model_len=self.entry["max_model_len"])
         if isinstance(arguments.get("structured_outputs_config"), dict):  # as written in a JSON registry
             arguments["structured_outputs_config"] = StructuredOutputsConfig(**arguments["structured_outputs_config"])
-        spawned_before = _child_pids()
-        self._llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**arguments), stat_loggers=[self._stat_logger()])
-        nice = self.entry.get("engine_nice", CPU_ENGINE_NICE if _on_cpu() else 0)
-        if nice:
-            # This process's new children are the engine core(s); the workers are theirs.
-            _renice(_child_pids() - spawned_before, nice)
+        with _cpu_layout(arguments, self.entry.get("cpu_threads")):
+            self._llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**arguments), stat_loggers=[self._stat_logger()])
         config = self._llm.vllm_config.cache_config
         log.info("vLLM engine for %s is up: %s KV cache blocks of %s tokens, prefix caching %s",
                  self.model_id, config.num_gpu_blocks, config.block_size, config.enable_prefix_caching)
@@ -192,19 +190,39 @@ def _on_cpu() -> bool:
     return current_platform.is_cpu()
 
 
-def _child_pids() -> set[int]:
+def cpu_threads(configured: int | None) -> int:
+    """The OpenMP threads of a CPU engine: as configured, or all physical cores but the reserved."""
     import psutil  # a dependency of vLLM
 
-    return {child.pid for child in psutil.Process().children()}
+    return configured or max((psutil.cpu_count(logical=False) or 1) - CPU_RESERVED_CORES, 1)
 
 
-def _renice(pids: set[int], nice: int) -> None:
-    """Set the nice value of every thread of these processes (Linux's nice is per thread;
-    threads started later inherit it, processes started earlier keep theirs)."""
-    for pid in pids:
-        try:
-            for thread_id in os.listdir(f"/proc/{pid}/task"):
-                os.setpriority(os.PRIO_PROCESS, int(thread_id), nice)
-        except (FileNotFoundError, ProcessLookupError):  # a helper process that already exited
-            continue
-    log.info("vLLM engine core processes %s run at nice %d", sorted(pids), nice)
+@contextmanager
+def _cpu_layout(arguments: dict[str, Any], threads: int | None) -> Iterator[None]:
+    """While the engine starts: on the CPU, a single-worker engine gets the "uni" executor
+    (see CPU_RESERVED_CORES) and its engine core process the OpenMP thread count."""
+    world_size = 1
+    for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
+        world_size *= arguments.get(name) or 1
+    if not _on_cpu() or world_size > 1 or "distributed_executor_backend" in arguments:
+        yield
+        return
+    arguments["distributed_executor_backend"] = "uni"
+    threads = cpu_threads(threads)
+    # vLLM's CPU platform replaces "uni" with "mp" unless this variable is 0. AsyncLLM still
+    # runs its engine core in a process of its own (so vLLM's warning that its random seed
+    # may affect this process does not apply). The engine core is spawned inside
+    # from_engine_args and reads OMP_NUM_THREADS when it starts; this process keeps its own
+    # settings, as vLLM's mp executor does when it spawns its workers.
+    overrides = {"VLLM_ENABLE_V1_MULTIPROCESSING": "0", "OMP_NUM_THREADS": str(threads)}
+    saved = {name: os.environ.get(name) for name in overrides}
+    os.environ.update(overrides)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    log.info("vLLM computes on the CPU in its engine core process with %d OpenMP threads", threads)
