@@ -205,9 +205,9 @@ class RawEngine:
         from responses_app.engines.vllm_engine import VllmEngine
 
         # The server's own engine wrapper builds the AsyncLLM (DEFAULT_ENGINE_ARGS + the
-        # registry's engine_args, its scheduler-statistics logger, the nice value of its
-        # engine core) and the vLLM SamplingParams, so both sides run the same engine and
-        # sampling; the requests below then go to AsyncLLM.generate directly.
+        # registry's engine_args, its scheduler-statistics logger, its executor and OpenMP
+        # threads on the CPU) and the vLLM SamplingParams, so both sides run the same engine
+        # and sampling; the requests below then go to AsyncLLM.generate directly.
         self.engine = VllmEngine(MODEL, self.entry)
         started = time.perf_counter()
         self.run(self.engine.start())
@@ -592,8 +592,8 @@ def main() -> float | None:
             for round_number, batch in enumerate(plan[level]):
                 phases = ["raw", "stack"] if round_number % 2 == 0 else ["stack", "raw"]
                 for phase in phases:
-                    # After its last step an engine spins on shared memory for about a second:
-                    # let the other one go quiet first.
+                    # Let the previous run's tail (the stack's last writes, an mp executor's
+                    # spin after its last step) go quiet first.
                     time.sleep(SETTLE_S)
                     if phase == "raw":
                         result = raw_engine.load(batch, n, f"raw-{level}-{round_number}")
