@@ -5,10 +5,10 @@ same load through the whole stack (HTTP create -> Celery -> vLLM -> events in Po
 -> SSE -> the openai SDK). Both run 1, 8 and 32 concurrent responses of exactly N tokens:
 the random model never finishes its first harmony header, so greedy decoding with
 ``max_output_tokens=N`` always runs N tokens and ends ``incomplete``. Both engines stay up
-and the two take turns, round by round (3 rounds per level by default); the report gives
-the median tokens/s of each side and their ratio.
+and the two take turns, round by round (5 rounds per level by default); the report gives
+the median tokens/s of each side, and stack/raw as the median of the rounds' own ratios.
 
-    .venv/bin/python bench/engine_overhead.py [--tokens 512] [--levels 1,8,32] [--rounds 3]
+    .venv/bin/python bench/engine_overhead.py [--tokens 512] [--levels 1,8,32] [--rounds 5]
 
 It starts its own PostgreSQL and Redis (scripts/test-services.sh in .run/bench, so a
 concurrent ``make test`` in .run/test is left alone) and stops everything it started, also
@@ -454,12 +454,14 @@ def report(raw: dict[int, list[LevelResult]], stack: dict[int, list[LevelResult]
           f"{psutil.virtual_memory().total / 2**30:.0f} GiB RAM; model {MODEL}; N = {n} tokens per response; "
           f"{args.rounds} rounds per level, raw and stack alternating; vllm-worker --concurrency "
           f"{args.worker_concurrency}")
-    print("tokens/s: all generated tokens / (last completion - first submit), the median of the rounds; "
-          "stack/raw is the ratio of those medians (each round's own ratio in brackets).")
+    print("tokens/s: all generated tokens / (last completion - first submit), the median of the rounds. "
+          "stack/raw: the median of the rounds' own ratios (each in brackets), since a round's two runs share "
+          "the machine's load of that minute; the ratio of the two medians follows it.")
     print("first event, raw: time to the first token. stack: time from create() to response.created (the first "
           "SSE event) | to response.in_progress (a worker claimed it). Median / max over all the rounds' "
           "responses, in seconds.")
-    header = (f"{'conc':>4} | {'raw tok/s':>9} | {'stack tok/s':>11} | {'stack/raw':>26} | {'raw 1st token':>15} | "
+    header = (f"{'conc':>4} | {'raw tok/s':>9} | {'stack tok/s':>11} | {'stack/raw (each round)':>36} | "
+              f"{'of medians':>10} | {'raw 1st token':>15} | "
               f"{'stack created':>15} | {'stack in_progress':>17} | {'engine max running raw/stack':>28}")
     print(header)
     print("-" * len(header))
@@ -467,14 +469,15 @@ def report(raw: dict[int, list[LevelResult]], stack: dict[int, list[LevelResult]
     for level in raw:
         raw_speed = statistics.median(r.tokens_per_s for r in raw[level])
         stack_speed = statistics.median(r.tokens_per_s for r in stack[level])
-        ratio = stack_speed / raw_speed
+        rounds = [s.tokens_per_s / r.tokens_per_s for r, s in zip(raw[level], stack[level], strict=True)]
+        ratio = statistics.median(rounds)
         if level == 32:
             ratio_at_top = ratio
-        each = ", ".join(f"{s.tokens_per_s / r.tokens_per_s:.2f}" for r, s in zip(raw[level], stack[level],
-                                                                                   strict=True))
+        each = ", ".join(f"{r:.2f}" for r in rounds)
         raw_all, stack_all = pooled(raw[level]), pooled(stack[level])
         running = f"{max(r.max_running for r in raw[level])} / {max(r.max_running for r in stack[level])}"
-        print(f"{level:>4} | {raw_speed:>9.1f} | {stack_speed:>11.1f} | {f'{ratio:.2f} ({each})':>26} | "
+        print(f"{level:>4} | {raw_speed:>9.1f} | {stack_speed:>11.1f} | {f'{ratio:.2f} ({each})':>36} | "
+              f"{stack_speed / raw_speed:>10.2f} | "
               f"{pair(raw_all.first()):>15} | {pair(stack_all.first()):>15} | "
               f"{pair(stack_all.first('in_progress')):>17} | {running:>28}")
     return ratio_at_top
@@ -494,7 +497,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--levels", default="1,8,32", help="concurrency levels, comma-separated")
     # Several short rounds, raw and stack taking turns: the machine's background load drifts
     # over minutes, and one raw phase followed by one stack phase measured that drift too.
-    parser.add_argument("--rounds", type=int, default=3, help="rounds per level and phase")
+    parser.add_argument("--rounds", type=int, default=5, help="rounds per level and phase")
     parser.add_argument("--worker-concurrency", type=int, default=64,
                         help="the vllm-worker's Celery threads (the Procfile's default is 64)")
     return parser.parse_args()

@@ -56,6 +56,9 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
 ]
+# What /v1/ runs of MIDDLEWARE (project/asgi.py): the API authenticates each request by its
+# key and is CSRF-exempt; sessions, CSRF, auth and messages serve the operator console.
+API_MIDDLEWARE = ["django.middleware.security.SecurityMiddleware"]
 
 ROOT_URLCONF = "project.urls"
 APPEND_SLASH = False
