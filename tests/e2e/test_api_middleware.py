@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import httpx
 from django.conf import settings
+from django.core.handlers.asgi import ASGIHandler
 from django.middleware.csrf import CsrfViewMiddleware
 
 from project.asgi import APIHandler, django_asgi_app
 
 
-def view_middleware(handler) -> set[type]:
+def view_middleware(handler: ASGIHandler) -> set[type]:
+    """The classes whose process_view hooks the handler runs."""
     return {hook.__self__.__class__ for hook in handler._view_middleware if hasattr(hook, "__self__")}
 
 
