@@ -212,7 +212,8 @@ class RawEngine:
         started = time.perf_counter()
         self.run(self.engine.start())
         print(f"  AsyncLLM up in {time.perf_counter() - started:.1f} s", flush=True)
-        # Its engine core and worker are this process's only children until the stack starts.
+        # Its engine core (and, with vLLM's mp executor, that process's worker) are this
+        # process's only children until the stack starts.
         self.cpu_spec = [("bench (AsyncLLM frontend)", os.getpid(), "self")] + [
             ("engine core+worker", child.pid, "tree") for child in psutil.Process().children()]
 
@@ -260,7 +261,7 @@ class RawEngine:
         self.loop.call_soon_threadsafe(self.loop.stop)
 
 
-# --- phase 2: the whole stack ----------------------------------------------------------------------
+# --- phase "stack": the whole stack ----------------------------------------------------------------------
 
 
 def make_stack_class() -> type:
