@@ -198,7 +198,7 @@ WEB_SEARCH_INDEX_PATH = Path(os.environ.get("WEB_SEARCH_INDEX_PATH", RUN_DIR / "
 WEB_SEARCH_MCP_SERVER = os.environ.get("WEB_SEARCH_MCP_SERVER", "")
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["responses_app.auth.ApiKeyAuthentication"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["responses_app.api_keys.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],

@@ -12,8 +12,7 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", observability.healthz),
     path("metrics", observability.metrics),
-    path("v1/", include("responses_app.urls")),
-    path("v1/", include("tools_app.urls")),
+    path("v1/", include("responses_app.api.urls")),
 ]
 
 

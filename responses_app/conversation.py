@@ -12,14 +12,22 @@ from typing import Any
 
 from django.conf import settings
 
-from . import selectors
-from .errors import InvalidRequest
-from .harmony.prompt import PromptError, PromptRequest, render_prompt
-from .models import Response
+from responses_app import selectors
+from responses_app.errors import InvalidRequest
+from responses_app.harmony.prompt import PromptError, PromptRequest, render_prompt
+from responses_app.models import Response
 
 
 class ChainBroken(Exception):
     """A response of the chain was deleted after this one was created."""
+
+
+class PromptTooLong(Exception):
+    """The prompt leaves no room for output in the model's context."""
+
+    def __init__(self, prompt_tokens: int, max_model_len: int) -> None:
+        super().__init__(f"This model's maximum context length is {max_model_len} tokens; the conversation is "
+                         f"{prompt_tokens} tokens, leaving no room for output.")
 
 
 def previous_chain(tenant_id: int, previous_response_id: str | None) -> list[Response]:
@@ -63,24 +71,25 @@ def response_history(response: Response) -> list[dict[str, Any]]:
 def response_prompt(response: Response, output: list[dict[str, Any]] | None = None,
                     items: list[dict[str, Any]] | None = None) -> list[int]:
     """The prompt token ids of a stored response, after the ``output`` items it has so far
-    (raises ChainBroken, PromptError). ``items``: its history, if already read."""
+    (raises ChainBroken, PromptError, PromptTooLong). ``items``: its history, if already read."""
     if items is None:
         items = response_history(response)
-    return render_prompt(prompt_request(response.request, items + list(output or []), response.created_at.date()))
+    prompt = render_prompt(prompt_request(response.request, items + list(output or []), response.created_at.date()))
+    _check_length(response.model, prompt)
+    return prompt
 
 
-def check_prompt(model: str, params: dict[str, Any], items: list[dict[str, Any]], day: date) -> int:
+def check_prompt(model: str, params: dict[str, Any], items: list[dict[str, Any]], day: date) -> None:
     """Render the prompt of a response about to be created; 400 if it can never run."""
     try:
-        prompt = render_prompt(prompt_request(params, items, day))
+        _check_length(model, render_prompt(prompt_request(params, items, day)))
     except PromptError as error:
         raise InvalidRequest(str(error), param="input") from error
+    except PromptTooLong as error:
+        raise InvalidRequest(str(error), param="input", code="context_length_exceeded") from error
+
+
+def _check_length(model: str, prompt: list[int]) -> None:
     max_model_len = settings.MODEL_REGISTRY[model].get("max_model_len")
     if max_model_len and len(prompt) >= max_model_len:
-        raise InvalidRequest(
-            f"This model's maximum context length is {max_model_len} tokens; the conversation is "
-            f"{len(prompt)} tokens, leaving no room for output.",
-            param="input",
-            code="context_length_exceeded",
-        )
-    return len(prompt)
+        raise PromptTooLong(len(prompt), max_model_len)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from .ids import new_id
+from responses_app.ids import new_id
 
 
 class Tenant(models.Model):

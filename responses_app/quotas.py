@@ -14,14 +14,13 @@ from __future__ import annotations
 
 import logging
 import uuid
-from dataclasses import replace
+from typing import Any
 
 import redis
 
-from .errors import InvalidRequest, RateLimited
-from .models import Response, ResponseStatus, Tenant
-from .redis_client import shared_client
-from .validation import CreateRequest
+from responses_app.errors import InvalidRequest, RateLimited
+from responses_app.models import Response, ResponseStatus, Tenant
+from responses_app.redis_client import shared_client
 
 log = logging.getLogger(__name__)
 
@@ -49,25 +48,15 @@ return math.max(1, tonumber(oldest[2]) + window - now)
 """
 
 
-def admit(tenant: Tenant, request: CreateRequest) -> CreateRequest:
-    """Apply the tenant's output-token limit and rate limit to a create request.
-
-    Returns the request to store (with the tenant's default ``max_output_tokens`` filled
-    in). Raises InvalidRequest (400) or RateLimited (429). The concurrency limit is
-    checked later, by ``reserve_background_slot`` inside the create transaction.
-    """
-    request = _apply_output_token_limit(tenant, request)
-    _check_requests_per_minute(tenant)
-    return request
-
-
-def _apply_output_token_limit(tenant: Tenant, request: CreateRequest) -> CreateRequest:
+def apply_output_token_limit(tenant: Tenant, params: dict[str, Any]) -> dict[str, Any]:
+    """The request parameters to store: with the tenant's ``max_output_tokens`` as the
+    budget when the request sets none. Raises InvalidRequest (400) when it asks for more."""
     limit = tenant.max_output_tokens
     if limit is None:
-        return request
-    asked = request.params.get("max_output_tokens")
+        return params
+    asked = params.get("max_output_tokens")
     if asked is None:
-        return replace(request, params={**request.params, "max_output_tokens": limit})
+        return {**params, "max_output_tokens": limit}
     if asked > limit:
         # A 400, not a 429: the same request can never succeed, and the SDKs retry 429s.
         raise InvalidRequest(
@@ -75,10 +64,11 @@ def _apply_output_token_limit(tenant: Tenant, request: CreateRequest) -> CreateR
             param="max_output_tokens",
             code="integer_above_max_value",
         )
-    return request
+    return params
 
 
-def _check_requests_per_minute(tenant: Tenant) -> None:
+def check_requests_per_minute(tenant: Tenant) -> None:
+    """Count one create in the tenant's sliding minute; RateLimited (429) past the limit."""
     limit = tenant.requests_per_minute
     if limit is None:
         return
@@ -107,7 +97,7 @@ def _window_key(tenant: Tenant) -> str:
     return f"quota:rpm:{tenant.pk}:{tenant.created_at.timestamp():.6f}"
 
 
-def reserve_background_slot(tenant: Tenant, request: CreateRequest) -> None:
+def reserve_background_slot(tenant: Tenant, background: bool) -> None:
     """Raise RateLimited (429) if the tenant already has ``max_concurrent_background``
     background responses queued or in progress.
 
@@ -115,7 +105,7 @@ def reserve_background_slot(tenant: Tenant, request: CreateRequest) -> None:
     is locked, so concurrent creates of one tenant queue here and each one counts the
     others' committed rows; SQLite's IMMEDIATE transactions serialize all writers anyway.
     """
-    if not request.background or tenant.max_concurrent_background is None:
+    if not background or tenant.max_concurrent_background is None:
         return
     limit = Tenant.objects.select_for_update().filter(pk=tenant.pk).values_list(
         "max_concurrent_background", flat=True).first()

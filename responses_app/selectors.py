@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .errors import InvalidRequest, NotFound
-from .models import InputItem, OutputItem, Response, ResponseEvent, Tenant
-from .rendering import item_object, response_object
+from responses_app.errors import InvalidRequest, NotFound
+from responses_app.models import InputItem, OutputItem, Response, ResponseEvent, Tenant
+from responses_app.wire_objects import item_object, response_object
 
 
 def get_response(tenant: Tenant, response_id: str) -> Response:

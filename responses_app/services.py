@@ -8,54 +8,61 @@ terminal status is always committed together with its terminal event.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from . import doorbell, quotas
-from .conversation import check_prompt, history, previous_chain
-from .errors import InvalidRequest, NotFound
-from .event_store import insert_events
-from .events import EventBuilder
-from .models import TERMINAL_STATUSES, InputItem, OutputItem, Response, ResponseStatus, Tenant
-from .selectors import output_items
-from .usage import add_to_daily_usage
-from .validation import CreateRequest
+from responses_app import quotas
+from responses_app.conversation import check_prompt, history, previous_chain
+from responses_app.errors import InvalidRequest, NotFound
+from responses_app.models import TERMINAL_STATUSES, InputItem, OutputItem, Response, ResponseStatus, Tenant
+from responses_app.selectors import input_items
+from responses_app.stream import doorbell
+from responses_app.stream.builder import EventBuilder
+from responses_app.stream.store import end_response, insert_events
 
 log = logging.getLogger(__name__)
 
-# The lifecycle event that ends a stream for each terminal status. A cancelled response
-# ends with response.incomplete (status "cancelled"): the SDK parses it as a lifecycle
-# event and its strict accumulator accepts it, whereas there is no response.cancelled.
-TERMINAL_EVENT = {
-    ResponseStatus.COMPLETED: "response.completed",
-    ResponseStatus.FAILED: "response.failed",
-    ResponseStatus.INCOMPLETE: "response.incomplete",
-    ResponseStatus.CANCELLED: "response.incomplete",
-}
-TERMINAL_EVENT_TYPES = frozenset(TERMINAL_EVENT.values())
 ENQUEUE_GRACE_S = 10
+RUN_RESPONSE_TASK = "responses_app.tasks.run_response"
+
+
+@dataclass
+class CreateRequest:
+    """A validated create request. ``params`` is what the Response row stores and echoes."""
+
+    model: str
+    input_items: list[dict[str, Any]]
+    stream: bool
+    background: bool
+    store: bool
+    previous_response_id: str | None
+    params: dict[str, Any] = field(default_factory=dict)
 
 
 def create_response(tenant: Tenant, request: CreateRequest) -> Response:
-    """Store a queued response with its input items and its response.created event, then
-    enqueue it once the transaction commits."""
+    """Admit a validated request under the tenant's limits, store it as a queued response
+    with its input items and its response.created event, and enqueue it once the
+    transaction commits. Raises InvalidRequest, NotFound or RateLimited, writing nothing."""
+    params = quotas.apply_output_token_limit(tenant, request.params)
     previous = _previous_response(tenant, request.previous_response_id)
     chain = previous_chain(tenant.pk, previous.pk) if previous else []
     _check_function_call_outputs(chain, request.input_items)
-    check_prompt(request.model, request.params, history(chain, request.input_items), timezone.now().date())
+    check_prompt(request.model, params, history(chain, request.input_items), timezone.now().date())
     with transaction.atomic():
-        quotas.reserve_background_slot(tenant, request)
+        quotas.reserve_background_slot(tenant, request.background)
         response = Response.objects.create(
             tenant=tenant,
             model=request.model,
             background=request.background,
             store=request.store,
-            request=request.params,
+            request=params,
             previous_response_id=previous.id if previous else None,
             last_sequence_number=0,
         )
@@ -72,10 +79,9 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
 
 
 def enqueue(response: Response) -> None:
-    from .tasks import run_response
-
+    # By name: the task module imports the worker, which writes through this module.
     queue = settings.MODEL_REGISTRY[response.model]["queue"]
-    result = run_response.apply_async(args=[response.pk], queue=queue)
+    result = current_app.send_task(RUN_RESPONSE_TASK, args=[response.pk], queue=queue)
     now = timezone.now()
     Response.objects.filter(pk=response.pk).update(task_id=result.id, enqueued_at=now)
     response.task_id, response.enqueued_at = result.id, now
@@ -130,7 +136,7 @@ def request_cancel(response: Response) -> Response:
     if response.is_terminal:
         return response
     Response.objects.filter(pk=response.pk).exclude(status__in=TERMINAL_STATUSES).update(cancel_requested=True)
-    finish_without_worker(response.pk, ResponseStatus.CANCELLED, only_if_status=ResponseStatus.QUEUED)
+    end_response(response.pk, ResponseStatus.CANCELLED, only_if_status=ResponseStatus.QUEUED)
     response.refresh_from_db()
     return response
 
@@ -145,9 +151,8 @@ def rerun_response(response: Response) -> Response:
     """
     # A fresh read: the row given may be stale, and these dicts go into a new row.
     original = Response.objects.select_related("tenant").get(pk=response.pk)
-    items = list(InputItem.objects.filter(response=original).order_by("position").values_list("data", flat=True))
-    request = CreateRequest(model=original.model, input_items=items, stream=False, background=True, store=True,
-                            previous_response_id=original.previous_response_id, params=original.request)
+    request = CreateRequest(model=original.model, input_items=input_items(original), stream=False, background=True,
+                            store=True, previous_response_id=original.previous_response_id, params=original.request)
     with transaction.atomic():  # rerun_of is set before create_response's on_commit enqueues it
         rerun = create_response(original.tenant, request)
         Response.objects.filter(pk=rerun.pk).update(rerun_of=original)
@@ -156,64 +161,21 @@ def rerun_response(response: Response) -> Response:
 
 
 def delete_response(response: Response) -> None:
-    """Delete a response with its items and events; a running one is cancelled first.
+    """Delete a response with its items and events; a queued or running one is ended
+    (cancelled) first, so that it is counted like every ended response.
 
     The worker of a running response notices at its next batch (its lease-guarded UPDATE
     matches no row) and aborts its engine request.
     """
     response_id = response.pk
-    if not response.is_terminal:
-        request_cancel(response)
     with transaction.atomic():
+        Response.objects.filter(pk=response_id).exclude(status__in=TERMINAL_STATUSES).update(cancel_requested=True)
+        end_response(response_id, ResponseStatus.CANCELLED)
         # Lock the row: a worker's batch starts by updating it, so no item or event can be
         # inserted between collecting the related rows and deleting them.
-        Response.objects.select_for_update().filter(pk=response.pk).first()
+        Response.objects.select_for_update().filter(pk=response_id).first()
         response.delete()
     doorbell.ring(response_id, -1)  # wakes its readers, who find it gone and end
-
-
-def finish_without_worker(
-    response_id: str,
-    status: str,
-    *,
-    error: dict[str, Any] | None = None,
-    only_if_status: str | None = None,
-    only_if_lease_expired_before: Any = None,
-) -> bool:
-    """End a response that no worker is writing (queued, or its worker is gone).
-
-    The guard conditions are applied in a locking compare-and-set, so this never races a
-    worker that still holds a valid lease or has just claimed the row.
-    """
-    with transaction.atomic():
-        query = Response.objects.select_for_update().filter(pk=response_id).exclude(status__in=TERMINAL_STATUSES)
-        if only_if_status is not None:
-            query = query.filter(status=only_if_status)
-        if only_if_lease_expired_before is not None:
-            query = query.filter(lease_expires_at__lt=only_if_lease_expired_before)
-        response = query.first()
-        if response is None:
-            return False
-        builder = EventBuilder(response, next_sequence_number=response.last_sequence_number + 1,
-                               output=output_items(response))
-        builder.close_open_item()  # the lost worker's open item ends incomplete, with its done events
-        response.status = status
-        response.error = error
-        response.completed_at = timezone.now()
-        builder.lifecycle(TERMINAL_EVENT[status], status=status)
-        events, items = builder.drain()
-        insert_events(response, events)
-        for output_index, item in items:
-            OutputItem.objects.filter(response=response, output_index=output_index).update(
-                status=item["status"], data=item)
-        response.last_sequence_number = events[-1]["sequence_number"]
-        response.lease_owner = ""
-        response.lease_expires_at = None
-        response.save(update_fields=["status", "error", "completed_at", "last_sequence_number", "lease_owner",
-                                     "lease_expires_at"])
-        add_to_daily_usage(response.tenant_id, response.usage)  # counts the response; no worker reported tokens
-        transaction.on_commit(lambda: doorbell.ring(response_id, response.last_sequence_number))
-    return True
 
 
 def reap_expired_leases() -> dict[str, int]:
@@ -243,7 +205,7 @@ def reap_expired_leases() -> dict[str, int]:
             "code": "server_error",
             "message": "The worker running this response stopped unexpectedly; the response was ended.",
         }
-        if finish_without_worker(response.pk, status, error=error, only_if_lease_expired_before=now):
+        if end_response(response.pk, status, error=error, only_if_lease_expired_before=now):
             counts["failed"] += 1
             log.warning("failed %s after its worker was lost", response.pk)
     # A task that never reached the broker: enqueue it now. A duplicate message would be

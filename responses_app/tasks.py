@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from . import runner, services
-from .engines import control, startup  # noqa: F401  (an inspect command; engine start at worker init)
+from responses_app import services
+from responses_app.engines import control, startup  # noqa: F401  (an inspect command; engine start at worker init)
+from responses_app.worker import run as runner
 
 
-@shared_task(name="responses_app.tasks.run_response", acks_late=True)
+@shared_task(name=services.RUN_RESPONSE_TASK, acks_late=True)
 def run_response(response_id: str) -> None:
     runner.run_response(response_id)
 

@@ -52,7 +52,7 @@ def tiny_models() -> dict[str, Path]:
         return {}
     from django.conf import settings
 
-    from responses_app.engines.tiny_models import ensure_model
+    from responses_app.devtools.tiny_models import ensure_model
 
     cache = settings.BASE_DIR / ".cache" / "models"
     return {"tiny-random": ensure_model("random", cache), "tiny-trained": ensure_model("trained", cache)}
@@ -99,7 +99,7 @@ def db_access(django_db_blocker):
 
 
 def _new_key(tenant: str) -> str:
-    from responses_app.auth import create_api_key
+    from responses_app.api_keys import create_api_key
 
     return create_api_key(tenant)[1]
 

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from responses_app.auth import create_api_key
+from responses_app.api_keys import create_api_key
 from responses_app.models import OutputItem, Response, ResponseEvent, ResponseStatus
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]

@@ -15,9 +15,9 @@ from openai import omit
 from openai.lib.streaming.responses import ResponseStreamState
 from pydantic import TypeAdapter
 
-from responses_app.events import EventBuilder
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
 from responses_app.models import Response, Tenant
+from responses_app.stream.builder import EventBuilder
 
 pytestmark = pytest.mark.core
 
@@ -225,7 +225,8 @@ def test_lifecycle_events_carry_the_response_snapshot_with_its_output():
 ])
 def test_every_lifecycle_event_validates_against_the_sdk(event_type, status):
     builder = EventBuilder(unsaved_response(), next_sequence_number=3)
-    event = builder.lifecycle(event_type, status=status)
+    builder.lifecycle(event_type, status=status)
+    (event,), _ = builder.drain()
 
     assert (event["type"], event["sequence_number"], event["response"]["status"]) == (event_type, 3, status)
     assert_valid_stream_events([event])

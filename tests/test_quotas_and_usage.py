@@ -7,10 +7,9 @@ from datetime import date
 import pytest
 
 from responses_app import quotas, services
+from responses_app.daily_usage import add_to_daily_usage
 from responses_app.errors import RateLimited
 from responses_app.models import Response, ResponseEvent, ResponseStatus, Tenant, TenantDailyUsage
-from responses_app.usage import add_to_daily_usage
-from responses_app.validation import parse_create_request
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
 
@@ -44,8 +43,7 @@ def test_a_queued_response_cancelled_without_a_worker_counts_as_a_response():
 
 def test_the_background_slot_is_refused_at_the_limit_and_only_counts_active_background_responses():
     tenant = Tenant.objects.create(name="t4", max_concurrent_background=2)
-    background = parse_create_request({"model": "echo", "input": "Hi", "background": True})
-    foreground = parse_create_request({"model": "echo", "input": "Hi"})
+    background, foreground = True, False
     for status, is_background in ((ResponseStatus.IN_PROGRESS, True), (ResponseStatus.COMPLETED, True),
                                   (ResponseStatus.QUEUED, False)):
         Response.objects.create(tenant=tenant, model="echo", status=status, background=is_background)

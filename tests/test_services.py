@@ -17,17 +17,19 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from responses_app import services
-from responses_app.auth import create_api_key
-from responses_app.cancel_watch import CancelWatch
+from responses_app.api.validation.create import parse_create_request
+from responses_app.api_keys import create_api_key
 from responses_app.conversation import prompt_request
 from responses_app.errors import InvalidRequest, NotFound
-from responses_app.event_store import LeaseLost, save_batch
-from responses_app.events import EventBuilder
 from responses_app.harmony.parser import ContentDelta, MessageStarted
 from responses_app.harmony.prompt import render_prompt
 from responses_app.models import InputItem, OutputItem, Response, ResponseEvent, ResponseStatus, Tenant
-from responses_app.runner import claim, run_response
-from responses_app.validation import parse_create_request
+from responses_app.stream.builder import EventBuilder
+from responses_app.stream.store import LeaseLost, end_response, save_batch
+from responses_app.worker.cancel_watch import CancelWatch
+from responses_app.worker.claim import claim
+from responses_app.worker.run import run_response
+from responses_app.worker.token_usage import Usage
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
 
@@ -75,9 +77,13 @@ def start_with_open_message(response: Response, owner: str = "worker-a") -> Resp
     builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
     builder.apply(MessageStarted("message", None, None))
     builder.apply(ContentDelta("partial"))
-    events, items = builder.drain()
-    save_batch(running, owner, events, items)
+    save_batch(running, owner, builder)
     return running
+
+
+def no_events(response: Response) -> EventBuilder:
+    """A builder with nothing to write: its batch only renews the lease."""
+    return EventBuilder(response, next_sequence_number=response.last_sequence_number + 1)
 
 
 # --- create --------------------------------------------------------------------------------
@@ -193,10 +199,9 @@ def test_save_batch_raises_lease_lost_and_writes_nothing_for_another_owner(queue
     builder = EventBuilder(running, next_sequence_number=1)
     builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
     builder.apply(MessageStarted("message", None, None))
-    events, items = builder.drain()
 
     with pytest.raises(LeaseLost):
-        save_batch(running, "worker-b", events, items)
+        save_batch(running, "worker-b", builder)
 
     running.refresh_from_db()
     assert running.last_sequence_number == 0
@@ -208,23 +213,27 @@ def test_save_batch_returns_the_cancel_flag(queued):
     running = claim(queued.pk, "worker-a")
     builder = EventBuilder(running, next_sequence_number=1)
     builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
-    assert save_batch(running, "worker-a", *builder.drain()) is False
+    assert save_batch(running, "worker-a", builder) is False
 
     services.request_cancel(running)
-    assert save_batch(running, "worker-a", [], []) is True
+    assert save_batch(running, "worker-a", builder) is True
 
 
-def test_save_batch_with_final_fields_ends_the_response_and_releases_the_lease(queued):
+def test_end_response_by_the_lease_owner_writes_its_pending_events_ends_it_and_releases_the_lease(queued):
     running = claim(queued.pk, "worker-a")
     builder = EventBuilder(running, next_sequence_number=1)
-    builder.lifecycle("response.completed", status=ResponseStatus.COMPLETED)
-    save_batch(running, "worker-a", *builder.drain(), final_fields={"status": ResponseStatus.COMPLETED})
+    builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
+    usage = Usage(input_tokens=3).as_dict()
+
+    assert not end_response(running.pk, ResponseStatus.COMPLETED, usage=usage, builder=builder, lease_owner="worker-b")
+    assert end_response(running.pk, ResponseStatus.COMPLETED, usage=usage, builder=builder, lease_owner="worker-a")
 
     running.refresh_from_db()
     assert (running.status, running.lease_owner, running.lease_expires_at) == (ResponseStatus.COMPLETED, "", None)
-    assert running.completed_at is not None and running.last_sequence_number == 1
+    assert running.completed_at is not None and running.last_sequence_number == 2 and running.usage == usage
+    assert events_of(running) == [(0, "response.created"), (1, "response.in_progress"), (2, "response.completed")]
     with pytest.raises(LeaseLost):
-        save_batch(running, "worker-a", [], [])
+        save_batch(running, "worker-a", no_events(running))
 
 
 # --- cancel ---------------------------------------------------------------------------------
@@ -275,44 +284,41 @@ def test_cancel_is_idempotent(queued):
     assert events_of(queued) == [(0, "response.created"), (1, "response.incomplete")]
 
 
-# --- finish_without_worker ------------------------------------------------------------------
+# --- end_response without a worker ------------------------------------------------------------
 
 
-def test_finish_without_worker_never_overrides_a_live_lease(queued):
+def test_end_response_without_a_worker_never_overrides_a_live_lease(queued):
     running = start_with_open_message(queued)
 
-    assert not services.finish_without_worker(running.pk, ResponseStatus.FAILED,
-                                              only_if_lease_expired_before=timezone.now())
+    assert not end_response(running.pk, ResponseStatus.FAILED, only_if_lease_expired_before=timezone.now())
     running.refresh_from_db()
     assert (running.status, running.lease_owner) == (ResponseStatus.IN_PROGRESS, "worker-a")
     assert [t for _, t in events_of(running)][-1] == "response.output_text.delta"
 
 
-def test_finish_without_worker_never_overrides_a_response_that_is_no_longer_queued(queued):
+def test_end_response_without_a_worker_never_overrides_a_response_that_is_no_longer_queued(queued):
     running = claim(queued.pk, "worker-a")
 
-    assert not services.finish_without_worker(running.pk, ResponseStatus.CANCELLED,
-                                              only_if_status=ResponseStatus.QUEUED)
+    assert not end_response(running.pk, ResponseStatus.CANCELLED, only_if_status=ResponseStatus.QUEUED)
     running.refresh_from_db()
     assert running.status == ResponseStatus.IN_PROGRESS
     assert events_of(running) == [(0, "response.created")]
 
 
-def test_finish_without_worker_never_touches_a_finished_response(queued):
+def test_end_response_without_a_worker_never_touches_a_finished_response(queued):
     Response.objects.filter(pk=queued.pk).update(status=ResponseStatus.COMPLETED)
-    assert not services.finish_without_worker(queued.pk, ResponseStatus.FAILED)
+    assert not end_response(queued.pk, ResponseStatus.FAILED)
     assert events_of(queued) == [(0, "response.created")]
 
 
-def test_finish_without_worker_writes_the_status_and_the_terminal_event_in_one_transaction(queued):
+def test_end_response_without_a_worker_writes_the_status_and_the_terminal_event_in_one_transaction(queued):
     running = start_with_open_message(queued)
     expire_lease(running)
     # A row in the way of the terminal event: the status change must roll back with it.
     ResponseEvent.objects.create(response=running, sequence_number=5, type="response.output_text.delta", data={})
 
     with pytest.raises(IntegrityError):
-        services.finish_without_worker(running.pk, ResponseStatus.FAILED,
-                                       only_if_lease_expired_before=timezone.now())
+        end_response(running.pk, ResponseStatus.FAILED, only_if_lease_expired_before=timezone.now())
 
     running.refresh_from_db()
     assert (running.status, running.last_sequence_number, running.completed_at) == (
@@ -394,7 +400,7 @@ def test_the_reaper_fails_a_lost_response_with_output_and_closes_its_open_item(q
     assert failed["output"] == [item.data]
     # The lost worker, should it wake up, can write nothing more.
     with pytest.raises(LeaseLost):
-        save_batch(running, "worker-a", [], [])
+        save_batch(running, "worker-a", no_events(running))
 
 
 def test_the_reaper_leaves_a_response_with_a_live_lease_alone(queued):
@@ -438,7 +444,7 @@ def test_a_requeued_response_is_completed_by_the_next_worker_with_dense_sequence
     first = claim(queued.pk, "worker-a")
     builder = EventBuilder(first, next_sequence_number=1)
     builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
-    save_batch(first, "worker-a", *builder.drain())
+    save_batch(first, "worker-a", builder)
     expire_lease(first)
     assert services.reap_expired_leases()["requeued"] == 1
 
@@ -510,7 +516,7 @@ def test_deleting_a_running_response_makes_its_worker_lose_the_lease(queued):
 
     assert not Response.objects.filter(pk=queued.pk).exists()
     with pytest.raises(LeaseLost):
-        save_batch(running, "worker-a", [], [])
+        save_batch(running, "worker-a", no_events(running))
 
 
 

@@ -14,7 +14,7 @@ from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.messages import get_messages
 from django.utils import timezone
 
-from responses_app.auth import authenticate_bearer, create_api_key
+from responses_app.api_keys import authenticate_bearer, create_api_key
 from responses_app.errors import AuthenticationFailed
 from responses_app.models import ApiKey, ApiKeyScope, Tenant, TenantDailyUsage
 

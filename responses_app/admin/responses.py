@@ -26,10 +26,11 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from responses_app import admin_stream, services
-from responses_app.admin import response_reader as reader
+from responses_app import services
+from responses_app.admin import display, live_tail
 from responses_app.errors import APIError
 from responses_app.models import InputItem, OutputItem, Response, ResponseEvent
+from responses_app.stream.builder import TERMINAL_EVENT_TYPES
 
 EVENTS_PER_PAGE = 100
 RERUNS_SHOWN = 20
@@ -168,7 +169,7 @@ class ResponseAdmin(admin.ModelAdmin):
         prefix = f"{self.opts.app_label}_{self.opts.model_name}"
         return [
             # Async and staff-authenticated on its own: admin_view would wrap it as sync.
-            path("<path:object_id>/events/", admin_stream.response_events, name=f"{prefix}_events"),
+            path("<path:object_id>/events/", live_tail.response_events, name=f"{prefix}_events"),
             path("<path:object_id>/cancel/", self.admin_site.admin_view(self.cancel_view), name=f"{prefix}_cancel"),
             path("<path:object_id>/rerun/", self.admin_site.admin_view(self.rerun_view), name=f"{prefix}_rerun"),
             *super().get_urls(),
@@ -194,12 +195,12 @@ class ResponseAdmin(admin.ModelAdmin):
         inputs = InputItem.objects.filter(response=response).order_by("position").values_list("data", flat=True)
         outputs = OutputItem.objects.filter(response=response).order_by("output_index").values_list("data", flat=True)
         return {
-            "reader": reader.request_view(response.request),
-            "input_views": [reader.item_view(item) for item in inputs],
-            "output_views": [reader.item_view(item) for item in outputs],
-            "usage_rows": reader.usage_view(response.usage),
-            "error_json": reader.pretty_json(response.error) if response.error else "",
-            "incomplete_json": reader.pretty_json(response.incomplete_details) if response.incomplete_details else "",
+            "reader": display.request_view(response.request),
+            "input_views": [display.item_view(item) for item in inputs],
+            "output_views": [display.item_view(item) for item in outputs],
+            "usage_rows": display.usage_view(response.usage),
+            "error_json": display.pretty_json(response.error) if response.error else "",
+            "incomplete_json": display.pretty_json(response.incomplete_details) if response.incomplete_details else "",
         }
 
     def _timeline_context(self, request: HttpRequest, response: Response) -> dict[str, Any]:
@@ -209,7 +210,7 @@ class ResponseAdmin(admin.ModelAdmin):
         except ValueError:
             after = -1
         rows = ResponseEvent.objects.filter(response_id=response.pk, sequence_number__gt=after)
-        events = [{"sequence_number": seq, "type": kind, "json": reader.compact_json(data)}
+        events = [{"sequence_number": seq, "type": kind, "json": display.compact_json(data)}
                   for seq, kind, data in rows.order_by("sequence_number")
                   .values_list("sequence_number", "type", "data")[:EVENTS_PER_PAGE]]
         last_shown = events[-1]["sequence_number"] if events else after
@@ -223,7 +224,7 @@ class ResponseAdmin(admin.ModelAdmin):
                 "url": reverse("admin:responses_app_response_events", args=[quote(response.pk)]),
                 "after": last_shown,
                 "types": STREAM_EVENT_TYPES,
-                "terminal_types": sorted(services.TERMINAL_EVENT_TYPES),
+                "terminal_types": sorted(TERMINAL_EVENT_TYPES),
             },
         }
 

@@ -19,7 +19,7 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
-from responses_app.auth import create_api_key, revoke_api_key
+from responses_app.api_keys import create_api_key, revoke_api_key
 from responses_app.models import ApiKey, Tenant, TenantDailyUsage
 
 USAGE_INLINE_DAYS = 31

@@ -19,8 +19,11 @@ class SamplingParams:
     top_p: float | None = None
     # Generation stops right after any of these tokens (harmony's <|return|>, <|call|>).
     stop_token_ids: tuple[int, ...] = ()
-    # Engine-specific knobs (e.g. echo's per-token delay); engines ignore unknown keys.
+    # Engine options that the worker sets (a structured output's grammar, a seed); engines
+    # ignore the keys they do not know.
     extra: dict = field(default_factory=dict)
+    # The request's metadata: the echo engine reads its test knobs from it.
+    metadata: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from celery.worker.control import inspect_command
 
-from .host import engine_host
+from responses_app.engines.host import engine_host
 
 
 @inspect_command()

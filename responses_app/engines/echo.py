@@ -111,7 +111,7 @@ class EchoEngine:
         limit = len(tokens) if params.max_tokens is None else min(len(tokens), max(params.max_tokens, 0))
         pending: list[int] = []
         first = True
-        die_after = params.extra.get("echo_die_after_tokens")
+        die_after = _knob(params, "echo_die_after_tokens")
         for emitted, token in enumerate(tokens[:limit]):
             if request_id in self._abort_requested:
                 return
@@ -135,8 +135,17 @@ class EchoEngine:
             yield EngineChunk(token_ids=pending, cached_tokens=0 if first else None)
 
     def _delay_ms(self, params: SamplingParams) -> float:
-        value = params.extra.get("echo_token_delay_ms")
-        return float(value) if value is not None else float(self._default_delay_ms)
+        value = _knob(params, "echo_token_delay_ms")
+        return value if value is not None else float(self._default_delay_ms)
+
+
+def _knob(params: SamplingParams, name: str) -> float | None:
+    """A test knob from the request's metadata (``echo_token_delay_ms``,
+    ``echo_die_after_tokens``): a number as a string; anything else is no knob."""
+    try:
+        return float(params.metadata[name])
+    except (KeyError, ValueError):
+        return None
 
 
 # --- prompt reading --------------------------------------------------------------------

@@ -20,7 +20,7 @@ from typing import Any
 
 from django.conf import settings
 
-from .base import Engine, EngineChunk, EngineDead, SamplingParams
+from responses_app.engines.base import Engine, EngineChunk, EngineDead, SamplingParams
 
 log = logging.getLogger(__name__)
 _END = object()
@@ -179,11 +179,11 @@ class EngineHost:
 def create_engine(model: str) -> Engine:
     entry = settings.MODEL_REGISTRY[model]
     if entry["engine"] == "echo":
-        from .echo import EchoEngine
+        from responses_app.engines.echo import EchoEngine
 
         return EchoEngine(default_token_delay_ms=settings.ECHO_TOKEN_DELAY_MS)
     if entry["engine"] == "vllm":
-        from .vllm_engine import VllmEngine
+        from responses_app.engines.vllm_engine import VllmEngine
 
         return VllmEngine(model, entry)
     raise ValueError(f"model {model!r}: unknown engine {entry['engine']!r}")

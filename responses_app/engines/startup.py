@@ -13,7 +13,7 @@ import logging
 from celery.signals import worker_init, worker_shutdown
 from django.conf import settings
 
-from .host import engine_host
+from responses_app.engines.host import engine_host
 
 log = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from .base import EngineChunk, EngineDead, SamplingParams
+from responses_app.engines.base import EngineChunk, EngineDead, SamplingParams
 
 log = logging.getLogger(__name__)
 ABORTED_HISTORY = 1000

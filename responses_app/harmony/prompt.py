@@ -25,6 +25,7 @@ from openai_harmony import (
 )
 
 from responses_app.harmony.encoding import get_encoding
+from responses_app.tool_types import WEB_SEARCH_TYPES
 
 FUNCTIONS_NAMESPACE = "functions"
 PYTHON_RECIPIENT = "python"
@@ -40,8 +41,6 @@ PYTHON_DESCRIPTION = (
     "seconds. The drive at '/mnt/data' can be used to save and persist user files. Internet access for this "
     "session is disabled."
 )
-WEB_SEARCH_TYPES = frozenset({"web_search", "web_search_preview", "web_search_preview_2025_03_11",
-                              "web_search_2025_08_26"})
 # Harmony prescribes this content type for function call arguments.
 FUNCTION_CALL_CONTENT_TYPE = "<|constrain|>json"
 

@@ -26,8 +26,8 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Met
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from ..models import Response, ResponseStatus
-from . import metrics
+from responses_app.models import Response, ResponseStatus
+from responses_app.observability import metrics
 
 log = logging.getLogger(__name__)
 

@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import redis
+from celery import current_app
 from django.conf import settings
 from django.db import close_old_connections, connection
-
-from project.celery import app as celery_app
 
 log = logging.getLogger(__name__)
 CHECK_TIMEOUT_S = 2.0
@@ -65,7 +64,7 @@ def check_redis() -> Check:
 
 def check_broker() -> Check:
     started = time.monotonic()
-    with celery_app.connection_for_write(connect_timeout=BROKER_TIMEOUT_S) as broker:
+    with current_app.connection_for_write(connect_timeout=BROKER_TIMEOUT_S) as broker:
         broker.ensure_connection(max_retries=0, timeout=BROKER_TIMEOUT_S)
     return {"ok": True, "latency_ms": round((time.monotonic() - started) * 1000, 1)}
 
@@ -110,7 +109,7 @@ class WorkerInspector:
     def _inspect(self) -> _WorkerAnswer:
         self.broadcasts += 1
         try:
-            replies = celery_app.control.inspect(timeout=self.timeout).active_queues() or {}
+            replies = current_app.control.inspect(timeout=self.timeout).active_queues() or {}
             answer = _WorkerAnswer({worker: {queue["name"] for queue in queues}
                                     for worker, queues in replies.items()}, None, time.monotonic())
         except Exception as error:  # cached too: a broken broker is not asked again at once

@@ -23,8 +23,8 @@ from typing import Any
 import redis
 from django.utils import timezone
 
-from ..models import ResponseStatus
-from . import metrics
+from responses_app.models import ResponseStatus
+from responses_app.observability import metrics
 
 log = logging.getLogger(__name__)
 PUSH_INTERVAL_S = 1.0

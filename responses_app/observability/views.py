@@ -7,9 +7,9 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from ..asyncdb import db
-from .collector import REGISTRY
-from .health import health_report
+from responses_app.asyncdb import db
+from responses_app.observability.collector import REGISTRY
+from responses_app.observability.health import health_report
 
 
 @require_safe

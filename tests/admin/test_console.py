@@ -13,8 +13,8 @@ from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 from django.contrib.admin.utils import quote
 from django.utils import timezone
 
-from responses_app import services
 from responses_app.models import InputItem, OutputItem, Response, ResponseEvent, ResponseStatus
+from responses_app.stream.store import end_response
 from tests.admin.conftest import create
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
@@ -205,12 +205,11 @@ def test_cancel_leaves_a_foreground_response_alone(operator_client, tenant, djan
 def test_rerun_starts_a_new_background_response_that_copies_the_request(
         operator_client, tenant, django_capture_on_commit_callbacks):
     first = create(tenant, django_capture_on_commit_callbacks)
-    services.finish_without_worker(first.pk, ResponseStatus.COMPLETED)
+    end_response(first.pk, ResponseStatus.COMPLETED)
     original = create(tenant, django_capture_on_commit_callbacks, instructions="Be terse.", temperature=0.2,
                       metadata={"ticket": "T-9"}, previous_response_id=first.pk,
                       input=[{"role": "user", "content": "Once more"}])
-    services.finish_without_worker(original.pk, ResponseStatus.FAILED, error={"code": "server_error",
-                                                                                "message": "boom"})
+    end_response(original.pk, ResponseStatus.FAILED, error={"code": "server_error", "message": "boom"})
     original.refresh_from_db()
 
     with django_capture_on_commit_callbacks(execute=False) as enqueued:
@@ -237,7 +236,7 @@ def test_rerun_starts_a_new_background_response_that_copies_the_request(
 def test_a_rerun_that_no_longer_validates_is_reported_and_creates_nothing(
         operator_client, tenant, django_capture_on_commit_callbacks):
     first = create(tenant, django_capture_on_commit_callbacks)
-    services.finish_without_worker(first.pk, ResponseStatus.COMPLETED)
+    end_response(first.pk, ResponseStatus.COMPLETED)
     follow_up = create(tenant, django_capture_on_commit_callbacks, previous_response_id=first.pk)
     Response.objects.filter(pk=first.pk).delete()
 

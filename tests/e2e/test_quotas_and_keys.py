@@ -34,7 +34,7 @@ def new_tenant(**limits: Any) -> str:
 
 
 def new_key(tenant: str, **options: Any) -> str:
-    from responses_app.auth import create_api_key
+    from responses_app.api_keys import create_api_key
 
     return create_api_key(tenant, "test key", **options)[1]
 
@@ -190,7 +190,7 @@ def test_a_read_only_key_reads_and_streams_but_gets_403_on_create_cancel_and_del
 
 
 def test_an_expired_or_revoked_key_is_401_and_a_key_expiring_later_works(stack, db_access):
-    from responses_app.auth import revoke_api_key
+    from responses_app.api_keys import revoke_api_key
     from responses_app.models import ApiKey
 
     tenant = new_tenant()

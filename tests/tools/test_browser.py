@@ -18,8 +18,9 @@ from openai.types.responses.response_function_web_search import (
 )
 from openai.types.responses.response_output_text import AnnotationURLCitation
 
-from tools_app.browser.backends import BackendError, Document, SearchHit, default_backend
+from tools_app.browser.backends import BackendError, Document, SearchHit
 from tools_app.browser.citations import url_citations
+from tools_app.browser.default_backend import default_backend
 from tools_app.browser.local_index import LocalIndex, LocalIndexBackend
 from tools_app.browser.session import VIEW_CHARS, BrowserError, BrowserSession
 

@@ -12,7 +12,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from responses_app.auth import create_api_key
+from responses_app.api_keys import create_api_key
 from responses_app.models import Tenant
 from tools_app import tasks
 from tools_app.containers import (

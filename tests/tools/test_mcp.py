@@ -12,11 +12,12 @@ from collections.abc import Iterator
 import pytest
 from django.test import override_settings
 
+from responses_app.api.validation.mcp_tool import validate_mcp_tool
 from responses_app.errors import InvalidRequest
 from tests.tools.conftest import SECRET_AUTHORIZATION, RunningMcpServer
 from tests.tools.mcp_server import free_port
 from tools_app.mcp.client import McpError, McpServerSpec, McpTool, call_tool, list_tools
-from tools_app.mcp.servers import requires_approval, server_for_tool, validate_mcp_tool
+from tools_app.mcp.servers import requires_approval, server_for_tool
 
 TIMEOUT_S = 10.0
 TOOL_NAMES = ["add", "echo", "fail", "slow", "search", "fetch"]

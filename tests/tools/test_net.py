@@ -12,7 +12,7 @@ import httpcore2
 import pytest
 from django.test import override_settings
 
-from tools_app.net import CheckingNetworkBackend, UrlRefused, check_url, guarded_http_client
+from tools_app.url_guard import CheckingNetworkBackend, UrlRefused, check_url, guarded_http_client
 
 
 class _Site:

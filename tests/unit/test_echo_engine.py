@@ -142,7 +142,7 @@ def test_stop_token_ids_stop_right_after_the_stop_token():
 
 
 def test_with_a_delay_each_token_is_yielded_as_soon_as_it_is_generated():
-    params = SamplingParams(stop_token_ids=stop_token_ids(), extra={"echo_token_delay_ms": 1})
+    params = SamplingParams(stop_token_ids=stop_token_ids(), metadata={"echo_token_delay_ms": "1"})
     chunks = collect(EchoEngine(), prompt(user("hi")), params)
     assert all(len(chunk.token_ids) == 1 for chunk in chunks)
 

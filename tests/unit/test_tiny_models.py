@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 from openai_harmony import Role
 
-from responses_app.engines import tiny_models
-from responses_app.engines.tiny_models import TRANSCRIPTS, ensure_model, prompt_ids, transcript
+from responses_app.devtools import tiny_models
+from responses_app.devtools.tiny_models import TRANSCRIPTS, ensure_model, prompt_ids, transcript
 from responses_app.harmony.encoding import get_encoding, stop_token_ids
 from responses_app.harmony.prompt import PromptRequest, render_prompt
 

@@ -27,7 +27,7 @@ from mcp.client.sse import sse_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import INTERNAL_ERROR, PaginatedRequestParams
 
-from tools_app.net import UrlRefused, guarded_http_client
+from tools_app.url_guard import UrlRefused, guarded_http_client
 
 T = TypeVar("T")
 

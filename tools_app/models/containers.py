@@ -1,12 +1,13 @@
 from __future__ import annotations
 
-from django.db import models
+import secrets
 
-from responses_app.ids import new_id
+from django.db import models
 
 
 def new_container_id() -> str:
-    return new_id("cntr")
+    # OpenAI's id style, as responses_app.ids makes them (tools_app imports nothing from there).
+    return f"cntr_{secrets.token_hex(24)}"
 
 
 class ContainerStatus(models.TextChoices):

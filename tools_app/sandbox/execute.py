@@ -23,8 +23,8 @@ from pathlib import Path
 
 from django.conf import settings
 
-from .files import changed_files, snapshot
-from .workspace import Workspace
+from tools_app.sandbox.files import changed_files, snapshot
+from tools_app.sandbox.workspace import Workspace
 
 logger = logging.getLogger(__name__)
 

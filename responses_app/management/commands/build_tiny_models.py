@@ -6,7 +6,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from responses_app.engines.tiny_models import KINDS, ensure_model, verification_dates, vllm_greedy_mismatches
+from responses_app.devtools.tiny_models import KINDS, ensure_model, verification_dates, vllm_greedy_mismatches
 
 
 class Command(BaseCommand):

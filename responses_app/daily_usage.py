@@ -13,7 +13,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from .models import TenantDailyUsage
+from responses_app.models import TenantDailyUsage
 
 
 def add_to_daily_usage(tenant_id: int, usage: dict[str, Any] | None, day: date | None = None) -> None:

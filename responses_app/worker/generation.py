@@ -1,49 +1,32 @@
-"""The worker side of one response: claim it, generate, stream events, end it.
+"""The model's output for one response: engine turns, each parsed one token at a time into
+the event builder, with the tool loop between them.
 
-Runs in a Celery task thread. The engine runs on the process's engine loop; this
-thread parses its tokens one at a time, builds events, and commits them in small
-batches under the row's lease, checking the cancel flag at least twice a second.
+Runs in the response's Celery task thread; the engine itself runs on the process's engine
+loop (engines/host.py).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
-import threading
-import time
-import uuid
 from contextlib import closing
-from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
-from django.db.models import F
-from django.db.models.functions import Coalesce
-from django.utils import timezone
 
-from .cancel_watch import cancel_watch
-from .conversation import ChainBroken, response_history, response_prompt
-from .engines.base import EngineDead, SamplingParams
-from .engines.host import engine_host
-from .event_store import LeaseLost, save_batch
-from .events import EventBuilder
-from .harmony.encoding import stop_token_ids
-from .harmony.parser import ContentDelta, HarmonyOutputError, MessageFinished, MessageStarted, OutputParser
-from .harmony.prompt import PromptError, forced_call_prefix, tool_result_tokens
-from .models import Response, ResponseStatus
-from .observability import recorder
-from .selectors import output_items
-from .services import TERMINAL_EVENT
-from .tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
-from .usage import add_to_daily_usage
+from responses_app.conversation import ChainBroken, PromptTooLong, response_history, response_prompt
+from responses_app.engines.base import EngineDead, SamplingParams
+from responses_app.engines.host import engine_host
+from responses_app.harmony.encoding import stop_token_ids
+from responses_app.harmony.parser import ContentDelta, HarmonyOutputError, MessageFinished, MessageStarted, OutputParser
+from responses_app.harmony.prompt import PromptError, forced_call_prefix, tool_result_tokens
+from responses_app.models import Response, ResponseStatus
+from responses_app.stream.builder import EventBuilder
+from responses_app.worker.batch_writer import BatchWriter, CancelRequested
+from responses_app.worker.token_usage import Usage
+from responses_app.worker.tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
 
 log = logging.getLogger(__name__)
-
-
-class CancelRequested(Exception):
-    pass
 
 
 class ResponseFailure(Exception):
@@ -56,137 +39,12 @@ class ResponseFailure(Exception):
         self.code = code
 
 
-def worker_identity() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}:{threading.get_ident()}:{uuid.uuid4().hex[:8]}"
-
-
-def claim(response_id: str, owner: str) -> Response | None:
-    """Compare-and-set queued -> in_progress; None if cancelled or taken by another worker."""
-    now = timezone.now()
-    claimed = Response.objects.filter(pk=response_id, status=ResponseStatus.QUEUED, cancel_requested=False).update(
-        status=ResponseStatus.IN_PROGRESS,
-        lease_owner=owner,
-        lease_expires_at=now + timedelta(seconds=settings.LEASE_TTL_S),
-        attempts=F("attempts") + 1,
-        started_at=Coalesce(F("started_at"), now),
-    )
-    return Response.objects.select_related("tenant").get(pk=response_id) if claimed else None
-
-
-@dataclass
-class Usage:
-    input_tokens: int = 0
-    cached_tokens: int = 0
-    output_tokens: int = 0
-    reasoning_tokens: int = 0
-
-    def as_dict(self) -> dict[str, Any]:
-        return {
-            "input_tokens": self.input_tokens,
-            # cache_write_tokens: vLLM's prefix cache has no separate write accounting.
-            "input_tokens_details": {"cached_tokens": self.cached_tokens, "cache_write_tokens": 0},
-            "output_tokens": self.output_tokens,
-            "output_tokens_details": {"reasoning_tokens": self.reasoning_tokens},
-            "total_tokens": self.input_tokens + self.output_tokens,
-        }
-
-
-@dataclass
-class BatchWriter:
-    """Commits the builder's events at most EVENT_FLUSH_INTERVAL_S after they appear,
-    renews the lease, and raises CancelRequested once the cancel flag is seen."""
-
-    response: Response
-    owner: str
-    builder: EventBuilder
-    last_flush: float = field(default_factory=time.monotonic)
-    last_lease: float = field(default_factory=time.monotonic)
-
-    def tick(self) -> None:
-        now = time.monotonic()
-        cancel = False
-        if self.builder.has_pending_events and now - self.last_flush >= settings.EVENT_FLUSH_INTERVAL_S:
-            cancel = self.flush()
-        elif now - self.last_lease >= settings.LEASE_RENEW_S:
-            cancel = self.flush()
-        else:
-            cancel = cancel_watch().cancel_requested(self.response.pk)
-        if cancel:
-            raise CancelRequested()
-
-    def flush(self, final_fields: dict[str, Any] | None = None) -> bool:
-        events, items = self.builder.drain()
-        cancel = save_batch(self.response, self.owner, events, items, final_fields)
-        self.last_flush = self.last_lease = time.monotonic()
-        return cancel
-
-
-def run_response(response_id: str) -> None:
-    owner = worker_identity()
-    response = claim(response_id, owner)
-    if response is None:
-        log.info("%s: not claimable (cancelled, finished or taken)", response_id)
-        return
-    claimed_at = time.monotonic()
-    builder = EventBuilder(response, next_sequence_number=response.last_sequence_number + 1,
-                           output=output_items(response))
-    if response.last_sequence_number == 0:
-        # Only response.created so far; a retry after a lost worker has announced it already.
-        builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
-    writer = BatchWriter(response, owner, builder)
-    usage = Usage()
-    with cancel_watch().watching(response_id):
-        try:
-            status, details = _generate(response, builder, writer, usage)
-            error = None
-        except CancelRequested:
-            status, details, error = ResponseStatus.CANCELLED, None, None
-        except LeaseLost:
-            log.warning("%s: lease lost; another party ended or removed the response", response_id)
-            return
-        except ResponseFailure as failure:
-            status, details, error = ResponseStatus.FAILED, None, {"code": failure.code, "message": failure.message}
-        except Exception:
-            log.exception("%s: generation failed", response_id)
-            status, details = ResponseStatus.FAILED, None
-            error = {"code": "server_error", "message": "The server had an error while generating this response."}
-    _finish(response, builder, writer, status, details, error, usage)
-    recorder.response_finished(response.model, status, usage.output_tokens, time.monotonic() - claimed_at)
-
-
-def _finish(
-    response: Response,
-    builder: EventBuilder,
-    writer: BatchWriter,
-    status: str,
-    incomplete_details: dict | None,
-    error: dict | None,
-    usage: Usage,
-) -> None:
-    """Close open items and commit the terminal status with the terminal event."""
-    builder.close_open_item()
-    final_fields = {
-        "status": status,
-        "error": error,
-        "incomplete_details": incomplete_details,
-        "usage": usage.as_dict(),
-        "completed_at": timezone.now(),
-    }
-    for name, value in final_fields.items():
-        setattr(response, name, value)
-    builder.lifecycle(TERMINAL_EVENT[status], status=status)
-    try:
-        writer.flush(final_fields)
-        add_to_daily_usage(response.tenant_id, final_fields["usage"])  # only once the terminal status is ours
-    except LeaseLost:
-        log.warning("%s: lease lost before the terminal event", response.pk)
-
-
-def _generate(
+def generate(
     response: Response, builder: EventBuilder, writer: BatchWriter, usage: Usage
 ) -> tuple[str, dict | None]:
     """Generate the response's output: engine turns and, between them, the tool calls.
-    Returns the terminal status and incomplete_details."""
+    Returns the terminal status and incomplete_details; raises ResponseFailure,
+    CancelRequested or LeaseLost."""
     try:
         history = response_history(response)
     except ChainBroken as error:
@@ -211,14 +69,9 @@ def _generate(
 
 def _prompt(response: Response, history: list[dict[str, Any]], output: list[dict[str, Any]]) -> list[int]:
     try:
-        prompt = response_prompt(response, output, items=history)
-    except PromptError as error:
+        return response_prompt(response, output, items=history)
+    except (PromptError, PromptTooLong) as error:
         raise ResponseFailure(str(error), code="invalid_prompt") from error
-    max_model_len = settings.MODEL_REGISTRY[response.model].get("max_model_len")
-    if max_model_len and len(prompt) >= max_model_len:
-        raise ResponseFailure(f"The prompt has {len(prompt)} tokens, more than this model's {max_model_len}.",
-                              code="invalid_prompt")
-    return prompt
 
 
 @dataclass
@@ -254,7 +107,7 @@ class Generation:
             temperature=request.get("temperature"),
             top_p=request.get("top_p"),
             stop_token_ids=stop_token_ids(),
-            extra=_engine_extra(request),
+            metadata=request.get("metadata") or {},
         )
         self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}
         self.toolbox = Toolbox(response, builder, history, flush=self._flush,
@@ -387,18 +240,3 @@ def _format_constraint(output_format: dict[str, Any]) -> dict[str, Any]:
     if output_format["type"] == "json_schema":
         return {"json_schema": output_format["schema"]}
     return {"json_object": True}
-
-
-ECHO_KNOBS = ("echo_token_delay_ms", "echo_die_after_tokens")
-
-
-def _engine_extra(request: dict[str, Any]) -> dict[str, Any]:
-    """The echo engine's test knobs, from the request's metadata (numbers as strings)."""
-    metadata = request.get("metadata") or {}
-    extra: dict[str, Any] = {}
-    for name in ECHO_KNOBS:
-        try:
-            extra[name] = float(metadata[name]) if name in metadata else None
-        except ValueError:
-            continue
-    return {name: value for name, value in extra.items() if value is not None}

@@ -21,10 +21,11 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 from openai.types import responses as types
 
-from .events import EventBuilder
-from .harmony.prompt import BROWSER_NAMESPACE, PYTHON_RECIPIENT, WEB_SEARCH_TYPES
-from .ids import new_id
-from .models import Response
+from responses_app.harmony.prompt import BROWSER_NAMESPACE, PYTHON_RECIPIENT
+from responses_app.ids import new_id
+from responses_app.models import Response
+from responses_app.stream.builder import EventBuilder
+from responses_app.tool_types import WEB_SEARCH_TYPES
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -196,8 +197,8 @@ class Toolbox:
 
     def browser(self) -> Any:
         if self._browser is None:
-            from tools_app.browser.backends import default_backend
             from tools_app.browser.citations import url_citations
+            from tools_app.browser.default_backend import default_backend
             from tools_app.browser.session import BrowserSession
 
             session = BrowserSession(default_backend(self.response.tenant_id))

@@ -7,16 +7,13 @@ tool loop. Tool types this server does not run are refused by name with a 400.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from .errors import InvalidRequest, invalid_type
-from .ids import new_id
+from responses_app.api.validation.mcp_tool import validate_mcp_tool
+from responses_app.errors import InvalidRequest, invalid_type
+from responses_app.ids import new_id
+from responses_app.tool_types import NAME_PATTERN, WEB_SEARCH_TYPES
 
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
-WEB_SEARCH_TYPES = frozenset({"web_search", "web_search_preview", "web_search_preview_2025_03_11",
-                              "web_search_2025_08_26"})
-SERVER_TOOL_TYPES = frozenset({"code_interpreter", "mcp", *WEB_SEARCH_TYPES})
 # Tool types of the Responses API that this server does not run (yet).
 UNSUPPORTED_TOOL_TYPES = frozenset({"file_search", "image_generation", "computer_use", "computer_use_preview",
                                     "local_shell", "shell", "custom", "apply_patch"})
@@ -52,8 +49,6 @@ def validate_tools(value: Any) -> list[dict[str, Any]]:
         elif tool_type in WEB_SEARCH_TYPES:
             tool = _web_search_tool(tool, param)
         elif tool_type == "mcp":
-            from tools_app.mcp.servers import validate_mcp_tool
-
             tool = validate_mcp_tool(tool, param)
             _unique(tool["server_label"], server_labels, f"Duplicate MCP server_label '{tool['server_label']}'.",
                     f"{param}.server_label")

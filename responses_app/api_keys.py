@@ -20,8 +20,8 @@ from django.utils import timezone
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from .errors import AuthenticationFailed, PermissionDenied
-from .models import ApiKey, ApiKeyScope, Tenant
+from responses_app.errors import AuthenticationFailed, PermissionDenied
+from responses_app.models import ApiKey, ApiKeyScope, Tenant
 
 KEY_PATTERN = re.compile(r"^sk-([a-z0-9]{12})-([A-Za-z0-9_\-]{32,128})$")
 LAST_USED_RESOLUTION_S = 60

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 
 from django.db import close_old_connections, connection
 
-from .models import Response
+from responses_app.models import Response
 
 log = logging.getLogger(__name__)
 CANCEL_POLL_S = 0.5

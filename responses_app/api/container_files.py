@@ -1,4 +1,4 @@
-"""HTTP endpoints of the tools under /v1: reading a code interpreter container's files.
+"""GET /v1/containers/{id}/files/{path}: a file of a code interpreter container.
 Authenticated and tenant-scoped like every /v1 endpoint (DRF with the API-key auth)."""
 
 from __future__ import annotations

@@ -15,11 +15,28 @@ from typing import Any
 from openai import BaseModel
 from openai.types import responses as types
 
-from .harmony.parser import ContentDelta, MessageFinished, MessageStarted
-from .ids import new_id
-from .models import Response
-from .rendering import public_item, response_object
+from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
+from responses_app.ids import new_id
+from responses_app.models import Response, ResponseStatus
+from responses_app.wire_objects import public_item, response_object
 
+# The lifecycle event that ends a stream for each terminal status. A cancelled response
+# ends with response.incomplete (status "cancelled"): the SDK parses it as a lifecycle
+# event and its strict accumulator accepts it, whereas there is no response.cancelled.
+TERMINAL_EVENT = {
+    ResponseStatus.COMPLETED: "response.completed",
+    ResponseStatus.FAILED: "response.failed",
+    ResponseStatus.INCOMPLETE: "response.incomplete",
+    ResponseStatus.CANCELLED: "response.incomplete",
+}
+TERMINAL_EVENT_TYPES = frozenset(TERMINAL_EVENT.values())
+LIFECYCLE_EVENT_CLASSES: dict[str, type[BaseModel]] = {
+    "response.created": types.ResponseCreatedEvent,
+    "response.in_progress": types.ResponseInProgressEvent,
+    "response.completed": types.ResponseCompletedEvent,
+    "response.failed": types.ResponseFailedEvent,
+    "response.incomplete": types.ResponseIncompleteEvent,
+}
 ITEM_ID_PREFIX = {"reasoning": "rs", "message": "msg", "function_call": "fc"}
 # Items whose text streams from the model's message; the tool loop's items (code
 # interpreter, MCP, web search) are opened and closed through the generic methods below.
@@ -48,18 +65,14 @@ class EventBuilder:
 
     # --- lifecycle ---------------------------------------------------------------------
 
-    def lifecycle(self, event_type: str, status: str) -> dict[str, Any]:
+    def lifecycle(self, event_type: str, status: str) -> None:
         """response.created / in_progress / completed / failed / incomplete with a snapshot."""
-        event_class = {
-            "response.created": types.ResponseCreatedEvent,
-            "response.queued": types.ResponseQueuedEvent,
-            "response.in_progress": types.ResponseInProgressEvent,
-            "response.completed": types.ResponseCompletedEvent,
-            "response.failed": types.ResponseFailedEvent,
-            "response.incomplete": types.ResponseIncompleteEvent,
-        }[event_type]
-        return self._emit(event_class, type=event_type, response=response_object(self.response, self.output,
-                                                                                    status=status))
+        self._emit(LIFECYCLE_EVENT_CLASSES[event_type], type=event_type,
+                   response=response_object(self.response, self.output, status=status))
+
+    def terminal(self, status: str) -> None:
+        """The one event that ends the stream, for a terminal ``status``."""
+        self.lifecycle(TERMINAL_EVENT[status], status=status)
 
     # --- harmony progress ----------------------------------------------------------------
 

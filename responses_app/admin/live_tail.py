@@ -11,9 +11,10 @@ from django.contrib.admin.utils import unquote
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseForbidden
 
-from . import selectors
-from .asyncdb import db
-from .streaming import follow_events, sse_response
+from responses_app import selectors
+from responses_app.asyncdb import db
+from responses_app.stream.reader import follow_events
+from responses_app.stream.sse import sse_response
 
 # The admin's own rule: a change permission implies the view permission.
 VIEW_PERMISSIONS = ("responses_app.view_response", "responses_app.change_response")

@@ -20,13 +20,14 @@ from rest_framework.request import Request
 from rest_framework.response import Response as DRFResponse
 from rest_framework.views import APIView
 
-from . import doorbell, quotas, selectors, services
-from .asyncdb import db
-from .auth import Caller, authenticate_bearer, require_write
-from .errors import APIError, InvalidRequest, NotFound, error_response
-from .models import Response
-from .streaming import follow_events, sse_response
-from .validation import SUPPORTED_INCLUDE_VALUES, parse_create_request
+from responses_app import quotas, selectors, services
+from responses_app.api.validation.create import SUPPORTED_INCLUDE_VALUES, parse_create_request
+from responses_app.api_keys import Caller, authenticate_bearer, require_write
+from responses_app.asyncdb import db
+from responses_app.errors import APIError, InvalidRequest, NotFound, error_response
+from responses_app.models import Response
+from responses_app.stream.reader import ResponseGone, follow_events, wait_until_finished
+from responses_app.stream.sse import sse_response
 
 AsyncView = Callable[..., Awaitable[HttpResponse]]
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -64,7 +65,8 @@ async def responses_collection(request: HttpRequest, caller: Caller) -> HttpResp
         body = json.loads(request.body or b"null")
     except (ValueError, UnicodeDecodeError) as error:
         raise InvalidRequest(f"We could not parse the JSON body of your request: {error}.") from error
-    create_request = await db(quotas.admit)(caller.tenant, parse_create_request(body))
+    create_request = parse_create_request(body)
+    await db(quotas.check_requests_per_minute)(caller.tenant)
     response = await db(services.create_response)(caller.tenant, create_request)
     if create_request.stream:
         on_disconnect = None if response.background else functools.partial(_cancel_by_id, response.pk)
@@ -131,20 +133,10 @@ def _cancel_by_id(response_id: str) -> None:
 
 
 async def _wait_until_finished(response_id: str) -> Response:
-    redis = doorbell.async_client()
-    pubsub = redis.pubsub()
     try:
-        await pubsub.subscribe(doorbell.channel_name(response_id))
-        while True:
-            response = await db(Response.objects.filter(pk=response_id).first)()
-            if response is None:
-                raise NotFound(f"Response with id '{response_id}' was deleted.", param="response_id")
-            if response.is_terminal:
-                return response
-            await pubsub.get_message(ignore_subscribe_messages=True, timeout=1.0)
-    finally:
-        await pubsub.aclose()
-        await redis.aclose()
+        return await wait_until_finished(response_id)
+    except ResponseGone:
+        raise NotFound(f"Response with id '{response_id}' was deleted.", param="response_id") from None
 
 
 def _method_not_allowed(request: HttpRequest) -> APIError:

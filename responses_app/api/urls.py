@@ -2,7 +2,8 @@ from __future__ import annotations
 
 from django.urls import path
 
-from . import api
+from responses_app.api import container_files
+from responses_app.api import views as api
 
 urlpatterns = [
     path("responses", api.responses_collection),
@@ -11,4 +12,5 @@ urlpatterns = [
     path("responses/<str:response_id>/input_items", api.InputItemsView.as_view()),
     path("models", api.ModelsView.as_view()),
     path("models/<str:model_id>", api.ModelDetailView.as_view()),
+    path("containers/<str:container_id>/files/<path:path>", container_files.ContainerFileContentView.as_view()),
 ]

@@ -14,7 +14,7 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
-from responses_app.rendering import public_tool
+from responses_app.wire_objects import public_tool
 
 # Request parameters shown under "Sampling", in this order, when set.
 SAMPLING_PARAMETERS = (

@@ -8,7 +8,7 @@ from openai.types.responses import Response as ResponseObject
 from openai.types.responses import ResponseItem
 from pydantic import TypeAdapter
 
-from .models import Response
+from responses_app.models import Response
 
 _ITEM_ADAPTER: TypeAdapter = TypeAdapter(ResponseItem)
 

@@ -7,15 +7,16 @@ server does not implement yet are refused by name rather than silently ignored.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 
-from .errors import InvalidRequest, invalid_type
-from .ids import new_id
-from .structured import check_json_schema
-from .tool_validation import NAME_PATTERN, approval_response_item, validate_tool_choice, validate_tools
+from responses_app.api.validation.json_schema import check_json_schema
+from responses_app.api.validation.tools import approval_response_item, validate_tool_choice, validate_tools
+from responses_app.errors import InvalidRequest, invalid_type
+from responses_app.ids import new_id
+from responses_app.services import CreateRequest
+from responses_app.tool_types import NAME_PATTERN
 
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")
 REASONING_EFFORTS = ("low", "medium", "high")
@@ -88,19 +89,6 @@ KNOWN_PARAMETERS = frozenset(
         *UNSUPPORTED_PARAMETERS,
     }
 )
-
-
-@dataclass
-class CreateRequest:
-    """A validated create request. ``params`` is what the Response row stores and echoes."""
-
-    model: str
-    input_items: list[dict[str, Any]]
-    stream: bool
-    background: bool
-    store: bool
-    previous_response_id: str | None
-    params: dict[str, Any] = field(default_factory=dict)
 
 
 def parse_create_request(body: Any) -> CreateRequest:

@@ -1,0 +1,88 @@
+"""The reader: replay committed events after a cursor, then follow live; and the wait for
+a response to end.
+
+Subscribe to the doorbell first, then read the database: an event committed between
+the two is still found by the read, and one committed later rings the bell. The cursor
+is the last sequence number sent, so a reader neither skips nor repeats an event, and
+any web process can serve any response at any time. The transport (SSE today) frames
+what the reader yields.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable
+from typing import Any
+
+from django.conf import settings
+
+from responses_app import selectors
+from responses_app.asyncdb import db
+from responses_app.models import TERMINAL_STATUSES, Response
+from responses_app.observability import recorder
+from responses_app.stream import doorbell
+from responses_app.stream.builder import TERMINAL_EVENT_TYPES
+
+# Every commit rings the doorbell, so a subscribed reader reads the database when told to,
+# and only every SAFETY_POLL_S in case a message was lost. Idle streams cost almost nothing.
+SAFETY_POLL_S = 5.0
+# A response that another web process is waiting on is read at least this often.
+FINISH_POLL_S = 1.0
+
+
+class ResponseGone(Exception):
+    """The response was deleted while someone waited for it."""
+
+
+async def follow_events(
+    response_id: str, starting_after: int, on_disconnect: Callable[[], None] | None = None
+) -> AsyncIterator[dict[str, Any] | None]:
+    """Events with sequence_number > starting_after, live until the terminal event (or
+    the response's deletion). ``None`` stands for "nothing for SSE_KEEPALIVE_S": the
+    transport sends its keep-alive. ``on_disconnect`` runs (in a database thread) when
+    the consumer goes away before the end."""
+    cursor = starting_after
+    finished = False
+    recorder.sse_stream_opened()
+    try:
+        async with doorbell.listening(response_id) as listener:
+            last_sent = time.monotonic()
+            while True:
+                events = await db(selectors.events_after)(response_id, cursor)
+                for event in events:
+                    yield event
+                    cursor = event["sequence_number"]
+                    last_sent = time.monotonic()
+                    if event["type"] in TERMINAL_EVENT_TYPES:
+                        finished = True
+                        return
+                if events:
+                    continue
+                state = await db(selectors.stream_state)(response_id)
+                if state is None or (state[0] in TERMINAL_STATUSES and cursor >= state[1]):
+                    finished = True  # deleted, or nothing after the cursor will ever come
+                    return
+                keepalive_due = settings.SSE_KEEPALIVE_S - (time.monotonic() - last_sent)
+                await listener.wait(max(min(SAFETY_POLL_S, keepalive_due), 0.05))
+                if time.monotonic() - last_sent >= settings.SSE_KEEPALIVE_S:
+                    yield None
+                    last_sent = time.monotonic()
+    except asyncio.CancelledError:
+        if not finished and on_disconnect is not None:
+            await db(on_disconnect)()
+        raise
+    finally:
+        recorder.sse_stream_closed()
+
+
+async def wait_until_finished(response_id: str) -> Response:
+    """The response once it is terminal. Raises ResponseGone if it is deleted first."""
+    async with doorbell.listening(response_id) as listener:
+        while True:
+            response = await db(Response.objects.filter(pk=response_id).first)()
+            if response is None:
+                raise ResponseGone(response_id)
+            if response.is_terminal:
+                return response
+            await listener.wait(FINISH_POLL_S)

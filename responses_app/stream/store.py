@@ -1,0 +1,137 @@
+"""Persisting what the event builder produced, and the one function that ends a response.
+
+A worker commits its events in batches, one transaction each, guarded by its lease: the
+UPDATE that advances ``last_sequence_number`` only matches while the writer still owns
+the row, so a worker that lost its lease (the reaper took over, the response was
+deleted or ended by someone else) writes nothing and learns it at once.
+
+``end_response`` is the only code that gives a response its terminal status: the worker,
+the reaper, cancel and delete all end a response through it.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from responses_app.daily_usage import add_to_daily_usage
+from responses_app.models import TERMINAL_STATUSES, OutputItem, Response, ResponseEvent
+from responses_app.observability import recorder
+from responses_app.selectors import output_items
+from responses_app.stream import doorbell
+from responses_app.stream.builder import EventBuilder
+
+# The row's fields that end_response writes.
+TERMINAL_FIELDS = ("status", "error", "incomplete_details", "usage", "completed_at", "last_sequence_number",
+                   "lease_owner", "lease_expires_at")
+
+
+class LeaseLost(Exception):
+    """This worker no longer owns the response (reaped, deleted, ended or claimed elsewhere)."""
+
+
+def save_batch(response: Response, owner: str, builder: EventBuilder) -> bool:
+    """Write the builder's new events and changed items and renew the lease.
+
+    Returns the response's ``cancel_requested`` flag as committed. Raises LeaseLost if
+    ``owner`` does not hold the lease (nothing is written then).
+    """
+    events, items = builder.drain()
+    fields: dict[str, Any] = {"lease_expires_at": timezone.now() + timedelta(seconds=settings.LEASE_TTL_S)}
+    if events:
+        fields["last_sequence_number"] = events[-1]["sequence_number"]
+    started = time.perf_counter()
+    with transaction.atomic():
+        if not Response.objects.filter(pk=response.pk, lease_owner=owner).update(**fields):
+            raise LeaseLost(response.pk)
+        _write(response, events, items)
+        cancel_requested = Response.objects.filter(pk=response.pk).values_list("cancel_requested", flat=True)[0]
+    recorder.batch_committed(response, events, time.perf_counter() - started)
+    for name, value in fields.items():
+        setattr(response, name, value)
+    return cancel_requested
+
+
+def end_response(
+    response_id: str,
+    status: str,
+    *,
+    error: dict[str, Any] | None = None,
+    incomplete_details: dict[str, Any] | None = None,
+    usage: dict[str, Any] | None = None,
+    builder: EventBuilder | None = None,
+    lease_owner: str | None = None,
+    only_if_status: str | None = None,
+    only_if_lease_expired_before: datetime | None = None,
+) -> bool:
+    """Give a response its terminal ``status``, in one transaction: the open item closed
+    ``incomplete`` with its done events, the terminal event, and the row's status,
+    ``completed_at``, error, incomplete_details, usage and released lease; the tenant's
+    daily usage counts it.
+
+    The worker that holds the lease passes ``lease_owner`` and its ``builder`` (with the
+    events it has not written yet). Anyone else (cancel of a queued response, the reaper,
+    delete) passes neither: the row is locked and the builder rebuilt from it, so the
+    worker's next lease-guarded write fails. The ``only_if_*`` guards are checked under
+    that lock. Returns False, writing nothing, when the response is gone, already ended,
+    or a guard does not hold.
+
+    The terminal event's response object is built from the same values the row gets
+    (one ``completed_at``), so it equals what ``GET /v1/responses/{id}`` answers.
+    """
+    with transaction.atomic():
+        rows = Response.objects.select_for_update().filter(pk=response_id).exclude(status__in=TERMINAL_STATUSES)
+        if lease_owner is not None:
+            rows = rows.filter(lease_owner=lease_owner)
+        if only_if_status is not None:
+            rows = rows.filter(status=only_if_status)
+        if only_if_lease_expired_before is not None:
+            rows = rows.filter(lease_expires_at__lt=only_if_lease_expired_before)
+        locked = rows.first()
+        if locked is None:
+            return False
+        if builder is None:
+            builder = EventBuilder(locked, next_sequence_number=locked.last_sequence_number + 1,
+                                   output=output_items(locked))
+        response = builder.response
+        builder.close_open_item()
+        response.status = status
+        response.error = error
+        response.incomplete_details = incomplete_details
+        response.usage = usage
+        response.completed_at = timezone.now()
+        builder.terminal(status)
+        events, items = builder.drain()
+        response.last_sequence_number = events[-1]["sequence_number"]
+        response.lease_owner, response.lease_expires_at = "", None
+        response.save(update_fields=TERMINAL_FIELDS)
+        _write(response, events, items)
+        add_to_daily_usage(response.tenant_id, usage)
+    return True
+
+
+def insert_events(response: Response, events: list[dict[str, Any]]) -> None:
+    ResponseEvent.objects.bulk_create(
+        ResponseEvent(response=response, sequence_number=e["sequence_number"], type=e["type"], data=e)
+        for e in events
+    )
+
+
+def _write(response: Response, events: list[dict[str, Any]], items: list[tuple[int, dict[str, Any]]]) -> None:
+    """Inside the caller's transaction: insert events, upsert items, ring once it commits."""
+    insert_events(response, events)
+    for output_index, item in items:
+        OutputItem.objects.update_or_create(
+            response=response,
+            output_index=output_index,
+            defaults={"item_id": item["id"], "item_type": item["type"], "status": item.get("status", ""),
+                      "data": item},
+        )
+    if events:
+        last = events[-1]["sequence_number"]
+        transaction.on_commit(lambda: doorbell.ring(response.pk, last))
