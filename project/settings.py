@@ -197,13 +197,25 @@ TOOLS_ALLOWED_PRIVATE_HOSTS = [h.strip() for h in os.environ.get("TOOLS_ALLOWED_
 WEB_SEARCH_INDEX_PATH = Path(os.environ.get("WEB_SEARCH_INDEX_PATH", RUN_DIR / "search-index.sqlite3"))
 WEB_SEARCH_MCP_SERVER = os.environ.get("WEB_SEARCH_MCP_SERVER", "")
 
+# Every /v1 view is a responses_app.api.base.ApiView, which sets its authentication,
+# permission and content negotiation; these defaults cover what DRF builds itself.
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["responses_app.api_keys.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["responses_app.api.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["responses_app.api.permissions.KeyScopePermission"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "responses_app.errors.drf_exception_handler",
+    "EXCEPTION_HANDLER": "responses_app.api.exceptions.exception_handler",
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+# GET /v1/openapi.json (responses_app/api/openapi.py).
+SPECTACULAR_SETTINGS = {
+    "TITLE": "gpt-oss-responses",
+    "DESCRIPTION": "The OpenAI Responses API for gpt-oss models.",
+    "VERSION": "0.1.0",
+    "OAS_VERSION": "3.1.0",
+    "SERVERS": [{"url": "/"}],
+    "POSTPROCESSING_HOOKS": ["responses_app.api.openapi.add_sdk_schemas_and_errors"],
 }
 
 LOGGING = {

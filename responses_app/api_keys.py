@@ -17,10 +17,8 @@ from datetime import datetime
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from rest_framework.authentication import BaseAuthentication
-from rest_framework.request import Request
 
-from responses_app.errors import AuthenticationFailed, PermissionDenied
+from responses_app.errors import AuthenticationFailed
 from responses_app.models import ApiKey, ApiKeyScope, Tenant
 
 KEY_PATTERN = re.compile(r"^sk-([a-z0-9]{12})-([A-Za-z0-9_\-]{32,128})$")
@@ -40,16 +38,6 @@ class Caller:
     @property
     def can_write(self) -> bool:
         return self.api_key.scope == ApiKeyScope.READ_WRITE
-
-
-def require_write(caller: Caller) -> None:
-    """Raise PermissionDenied (403) unless the caller's key may create, cancel and delete."""
-    if not caller.can_write:
-        raise PermissionDenied(
-            "This API key is read-only: it may retrieve and stream responses, list input items and models, "
-            "but not create, cancel or delete responses.",
-            code="insufficient_permissions",
-        )
 
 
 def _secret_hmac(secret: str) -> str:
@@ -117,12 +105,3 @@ def _touch_last_used(key: ApiKey) -> None:
     if key.last_used_at is None or (now - key.last_used_at).total_seconds() >= LAST_USED_RESOLUTION_S:
         ApiKey.objects.filter(pk=key.pk).update(last_used_at=now)
         key.last_used_at = now
-
-
-class ApiKeyAuthentication(BaseAuthentication):
-    def authenticate(self, request: Request) -> tuple[Caller, ApiKey]:
-        caller = authenticate_bearer(request.META.get("HTTP_AUTHORIZATION"))
-        return caller, caller.api_key
-
-    def authenticate_header(self, request: Request) -> str:
-        return "Bearer"

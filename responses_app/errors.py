@@ -1,16 +1,12 @@
 """Errors in OpenAI's shape: ``{"error": {"message", "type", "param", "code"}}``.
 
-Every failure a client can cause is one of these exceptions; views and DRF's exception
-handler render them, so the SDK maps each status to its own exception class.
+Every failure a client can cause is one of these exceptions; the API's exception handler
+(api/exceptions.py) renders them, so the SDK maps each status to its own exception class.
 """
 
 from __future__ import annotations
 
 from typing import Any
-
-from django.http import JsonResponse
-from rest_framework import exceptions as drf_exceptions
-from rest_framework.response import Response as DRFResponse
 
 
 class APIError(Exception):
@@ -55,6 +51,23 @@ class NotFound(APIError):
     status_code = 404
 
 
+class MethodNotAllowed(APIError):
+    status_code = 405
+
+    def __init__(self, method: str, path: str) -> None:
+        super().__init__(f"Method {method} is not allowed on {path}.")
+
+
+class ServerError(APIError):
+    """Something failed on this side; the SDKs retry a 500."""
+
+    status_code = 500
+    error_type = "server_error"
+
+    def __init__(self) -> None:
+        super().__init__("The server had an error while processing your request.")
+
+
 class RateLimited(APIError):
     """A quota is used up for now; ``retry_after`` (whole seconds) becomes Retry-After,
     which the SDKs honour when they retry."""
@@ -78,29 +91,3 @@ def invalid_type(param: str, expected: str, value: Any) -> InvalidRequest:
     got = _JSON_TYPE_NAMES.get(type(value), "null" if value is None else type(value).__name__)
     return InvalidRequest(f"Invalid type for '{param}': expected {expected}, but got {got}.", param=param,
                           code="invalid_type")
-
-
-def error_response(error: APIError) -> JsonResponse:
-    response = JsonResponse(error.body(), status=error.status_code)
-    for name, value in error.headers().items():
-        response[name] = value
-    return response
-
-
-def drf_exception_handler(exc: Exception, context: dict) -> DRFResponse | None:
-    """Render our errors and DRF's own (parse errors, 405, ...) in OpenAI's shape."""
-    if isinstance(exc, APIError):
-        return DRFResponse(exc.body(), status=exc.status_code, headers=exc.headers())
-    if isinstance(exc, drf_exceptions.ParseError):
-        error = InvalidRequest(f"We could not parse the JSON body of your request. ({exc.detail})")
-    elif isinstance(exc, drf_exceptions.MethodNotAllowed):
-        error = InvalidRequest(str(exc.detail))
-        error.status_code = 405
-    elif isinstance(exc, (drf_exceptions.NotAuthenticated, drf_exceptions.AuthenticationFailed)):
-        error = AuthenticationFailed(str(exc.detail))
-    elif isinstance(exc, drf_exceptions.APIException):
-        error = InvalidRequest(str(exc.detail))
-        error.status_code = exc.status_code
-    else:
-        return None
-    return DRFResponse(error.body(), status=error.status_code, headers=error.headers())

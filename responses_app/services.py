@@ -141,6 +141,13 @@ def request_cancel(response: Response) -> Response:
     return response
 
 
+def cancel_by_id(response_id: str) -> None:
+    """Cancel a response nobody will read any more (its foreground client hung up)."""
+    response = Response.objects.filter(pk=response_id).first()
+    if response is not None:
+        request_cancel(response)
+
+
 def rerun_response(response: Response) -> Response:
     """A new response of the same tenant that repeats ``response``: the same request
     parameters, input items and previous_response_id, with ``rerun_of`` = the original,

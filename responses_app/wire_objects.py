@@ -87,3 +87,8 @@ def public_tool(tool: dict[str, Any]) -> dict[str, Any]:
     if tool.get("type") != "mcp":
         return tool
     return {key: value for key, value in tool.items() if key not in ("headers", "authorization")}
+
+
+def model_object(model_id: str) -> dict[str, Any]:
+    """A served model as ``GET /v1/models`` lists it."""
+    return {"id": model_id, "object": "model", "created": 0, "owned_by": "gpt-oss-responses"}

@@ -1,5 +1,5 @@
-"""GET /v1/containers/{id}/files/{path}: a file of a code interpreter container.
-Authenticated and tenant-scoped like every /v1 endpoint (DRF with the API-key auth)."""
+"""GET /v1/containers/{id}/files/{path}: a file of a code interpreter container (the
+``url`` of an image output), for the container's tenant only."""
 
 from __future__ import annotations
 
@@ -7,16 +7,19 @@ import os
 
 from django.http import FileResponse
 from rest_framework.request import Request
-from rest_framework.views import APIView
 
+from responses_app.api import openapi
+from responses_app.api.base import ApiView
+from responses_app.asyncdb import db
 from responses_app.errors import NotFound
 from tools_app import containers
 
 
-class ContainerFileContentView(APIView):
-    def get(self, request: Request, container_id: str, path: str) -> FileResponse:
+class ContainerFileContentView(ApiView):
+    @openapi.CONTAINER_FILE
+    async def get(self, request: Request, container_id: str, path: str) -> FileResponse:
         try:
-            fd = containers.open_container_file(request.user.tenant.pk, container_id, path)
+            fd = await db(containers.open_container_file)(request.user.tenant.pk, container_id, path)
         except containers.ContainerNotFound as error:
             raise NotFound(str(error), param="container_id")
         except (FileNotFoundError, ValueError):

@@ -187,6 +187,9 @@ def test_container_file_is_tenant_scoped_and_stays_in_the_work_dir(alice, bob):
             container_file(alice.pk, container.id, path)
 
 
+# Committed rows: the async view authenticates in a database thread of its own, which
+# cannot see a test's uncommitted transaction.
+@pytest.mark.django_db(transaction=True)
 def test_the_file_endpoint_serves_bytes_to_the_owner_only(client, alice, alice_key, bob_key):
     container = resolve_container(alice.pk, {"type": "auto"})
     execute(container, "open('data.csv', 'w').write('a,b\\n1,2\\n')\nimport os\nos.symlink('/etc/passwd', 'p')")

@@ -1,0 +1,53 @@
+"""The one exception handler of /v1: every error in OpenAI's shape
+``{"error": {"message", "type", "param", "code"}}``, so the SDK raises its matching class."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from django.http import Http404, JsonResponse
+from rest_framework import exceptions as drf_exceptions
+
+from responses_app.errors import (
+    APIError,
+    AuthenticationFailed,
+    InvalidRequest,
+    MethodNotAllowed,
+    NotFound,
+    PermissionDenied,
+    ServerError,
+)
+
+log = logging.getLogger(__name__)
+
+
+def error_response(error: APIError) -> JsonResponse:
+    response = JsonResponse(error.body(), status=error.status_code)
+    for name, value in error.headers().items():
+        response[name] = value
+    return response
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> JsonResponse:
+    """DRF's EXCEPTION_HANDLER: our errors as they are, DRF's and Django's translated, and
+    anything else a logged 500 (the SDKs retry those)."""
+    return error_response(_as_api_error(exc, context.get("request")))
+
+
+def _as_api_error(exc: Exception, request: Any) -> APIError:
+    if isinstance(exc, APIError):
+        return exc
+    if isinstance(exc, drf_exceptions.MethodNotAllowed):
+        return MethodNotAllowed(request.method, request.path)
+    if isinstance(exc, (drf_exceptions.NotAuthenticated, drf_exceptions.AuthenticationFailed)):
+        return AuthenticationFailed(str(exc.detail))
+    if isinstance(exc, drf_exceptions.PermissionDenied):
+        return PermissionDenied(str(exc.detail))
+    if isinstance(exc, (Http404, drf_exceptions.NotFound)):
+        return NotFound(f"Invalid URL ({request.method} {request.path}).")
+    if isinstance(exc, drf_exceptions.APIException) and exc.status_code < 500:
+        # The rest of DRF's client errors (a ValidationError, say): views here raise our own.
+        return InvalidRequest(str(exc.detail))
+    log.error("unhandled error in %s %s", request.method, request.path, exc_info=exc)
+    return ServerError()

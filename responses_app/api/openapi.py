@@ -1,0 +1,186 @@
+"""The OpenAPI 3.1 document of /v1, served at ``GET /v1/openapi.json``.
+
+drf-spectacular walks the URL conf, so every ApiView is in it with its path parameters;
+what each operation takes and answers is declared beside it (views.py) with the pieces
+below. The objects' schemas are the openai SDK's own types (``openai.types``), turned into
+JSON Schema by pydantic, so the document describes exactly what the SDK parses. Every
+operation answers its errors in the one shape of ``Error`` (the ``default`` response).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from django.http import HttpResponseBase, JsonResponse
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from openai.types import Model
+from openai.types.responses import Response, ResponseItemList, ResponseStreamEvent
+from openai.types.responses.response_create_params import ResponseCreateParamsBase
+from pydantic import TypeAdapter
+from rest_framework.permissions import AllowAny
+from rest_framework.request import Request
+from rest_framework.views import APIView
+
+from responses_app.api.base import IgnoreAccept
+from responses_app.api.validation.create import SUPPORTED_INCLUDE_VALUES
+
+REF = "#/components/schemas/{model}"
+# (name in components, SDK type, pydantic mode: what a client sends is "validation").
+SDK_TYPES = (
+    ("Response", Response, "serialization"),
+    ("ResponseItemList", ResponseItemList, "serialization"),
+    ("ResponseStreamEvent", ResponseStreamEvent, "serialization"),
+    ("Model", Model, "serialization"),
+    ("ResponseCreateParams", ResponseCreateParamsBase, "validation"),
+)
+ERROR = {
+    "type": "object",
+    "required": ["error"],
+    "properties": {"error": {
+        "type": "object",
+        "required": ["message", "type", "param", "code"],
+        "properties": {
+            "message": {"type": "string"},
+            "type": {"type": "string"},
+            "param": {"type": ["string", "null"]},
+            "code": {"type": ["string", "null"]},
+        },
+    }},
+}
+# The request body of a create: the SDK's parameters, plus ``stream`` (the SDK splits them
+# into a streaming and a non-streaming type only to type the reply).
+CREATE_BODY = {"allOf": [{"$ref": REF.format(model="ResponseCreateParams")},
+                         {"type": "object", "properties": {"stream": {"type": ["boolean", "null"]}}}]}
+# One Server-Sent Event, in OpenAPI 3.2's way of describing a stream's items: its `data`
+# is a ResponseStreamEvent as JSON. The stream ends after the terminal event.
+SSE_EVENT = {
+    "type": "object",
+    "required": ["event", "data"],
+    "properties": {
+        "event": {"type": "string", "description": "The event's type."},
+        "data": {"type": "string", "contentMediaType": "application/json",
+                 "contentSchema": {"$ref": REF.format(model="ResponseStreamEvent")}},
+    },
+}
+RESPONSE_DELETED = {
+    "type": "object",
+    "required": ["id", "object", "deleted"],
+    "properties": {"id": {"type": "string"}, "object": {"const": "response.deleted"}, "deleted": {"type": "boolean"}},
+}
+MODEL_LIST = {
+    "type": "object",
+    "required": ["object", "data"],
+    "properties": {"object": {"const": "list"},
+                   "data": {"type": "array", "items": {"$ref": REF.format(model="Model")}}},
+}
+
+
+def ref(name: str) -> dict[str, str]:
+    return {"$ref": REF.format(model=name)}
+
+
+def json_or_event_stream(description: str) -> dict[tuple[int, str], OpenApiResponse]:
+    """200 as a Response object, or as an event stream of ResponseStreamEvent frames."""
+    return {
+        (200, "application/json"): OpenApiResponse(ref("Response"), description=description),
+        (200, "text/event-stream"): OpenApiResponse(SSE_EVENT, description=f"{description}, as events (stream=true)"),
+    }
+
+
+INCLUDE = OpenApiParameter("include[]", str, many=True, enum=sorted(SUPPORTED_INCLUDE_VALUES),
+                           description="Output item fields to include.")
+
+CREATE = extend_schema(
+    operation_id="createResponse",
+    summary="Create a response", request={"application/json": CREATE_BODY},
+    responses=json_or_event_stream("The response (queued if background, finished otherwise)"),
+    examples=[
+        OpenApiExample("A question", value={"model": "echo", "input": "What is the capital of France?"},
+                       request_only=True),
+        OpenApiExample("A streamed background response", request_only=True, value={
+            "model": "echo", "input": [{"role": "user", "content": "Tell me a story."}], "instructions": "Be brief.",
+            "stream": True, "background": True, "max_output_tokens": 200, "metadata": {"ticket": "T-1"}}),
+    ])
+RETRIEVE = extend_schema(
+    operation_id="retrieveResponse",
+    summary="Retrieve a response, or stream its events",
+    parameters=[
+        OpenApiParameter("stream", bool, description="Stream the events instead of the object."),
+        OpenApiParameter("starting_after", int, description="With stream=true: the sequence number to resume after."),
+        INCLUDE,
+    ],
+    responses=json_or_event_stream("The response"))
+DELETE = extend_schema(operation_id="deleteResponse", summary="Delete a response",
+                       responses={200: OpenApiResponse(RESPONSE_DELETED)})
+CANCEL = extend_schema(operation_id="cancelResponse", summary="Cancel a background response", request=None,
+                       responses={200: OpenApiResponse(ref("Response"))})
+INPUT_ITEMS = extend_schema(
+    operation_id="listInputItems",
+    summary="List a response's input items",
+    parameters=[
+        OpenApiParameter("after", str, description="An item id: list the items after it."),
+        OpenApiParameter("limit", int, description="1 to 100 (default 20)."),
+        OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc."),
+    ],
+    responses={200: OpenApiResponse(ref("ResponseItemList"))})
+MODELS = extend_schema(operation_id="listModels", summary="List the models",
+                       responses={200: OpenApiResponse(MODEL_LIST)})
+MODEL = extend_schema(operation_id="retrieveModel", summary="Retrieve a model",
+                      responses={200: OpenApiResponse(ref("Model"))})
+CONTAINER_FILE = extend_schema(
+    operation_id="retrieveContainerFileContent",
+    summary="Download a file of a code interpreter container",
+    responses={(200, "application/octet-stream"): OpenApiResponse({"type": "string", "contentEncoding": "binary"})})
+
+
+class ApiKeyScheme(OpenApiAuthenticationExtension):
+    target_class = "responses_app.api.authentication.ApiKeyAuthentication"
+    name = "ApiKey"
+
+    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
+        return {"type": "http", "scheme": "bearer", "description": "An API key: `Authorization: Bearer sk-...`."}
+
+
+def add_sdk_schemas_and_errors(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
+    """drf-spectacular postprocessing hook: the SDK's schemas become components, and every
+    operation's errors are the ``default`` response in the Error shape."""
+    schemas = result.setdefault("components", {}).setdefault("schemas", {})
+    schemas.update(sdk_components())
+    schemas["Error"] = ERROR
+    error = {"description": "An error in OpenAI's shape (4xx, 5xx).",
+             "content": {"application/json": {"schema": ref("Error")}}}
+    for operations in result.get("paths", {}).values():
+        for operation in operations.values():
+            operation["responses"]["default"] = error
+    return result
+
+
+@cache
+def sdk_components() -> dict[str, Any]:
+    keyed, definitions = TypeAdapter.json_schemas(
+        [(name, mode, TypeAdapter(sdk_type)) for name, sdk_type, mode in SDK_TYPES], ref_template=REF)
+    components = dict(definitions.get("$defs", {}))
+    for (name, _mode), schema in keyed.items():
+        if schema.get("$ref") != REF.format(model=name):  # not already a definition of that name
+            components[name] = schema
+    return components
+
+
+@cache
+def openapi_document() -> dict[str, Any]:
+    return SchemaGenerator().get_schema(request=None, public=True)
+
+
+@extend_schema(exclude=True)
+class OpenApiDocumentView(APIView):
+    """GET /v1/openapi.json: public, like OpenAI's own published document."""
+
+    authentication_classes: list = []
+    permission_classes = [AllowAny]
+    content_negotiation_class = IgnoreAccept
+
+    def get(self, request: Request) -> HttpResponseBase:
+        return JsonResponse(openapi_document())

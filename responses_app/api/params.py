@@ -1,0 +1,60 @@
+"""Reading a request's JSON body and query parameters, with a 400 that names the parameter."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from django.http import QueryDict
+from rest_framework.request import Request
+
+from responses_app.api.validation.create import SUPPORTED_INCLUDE_VALUES
+from responses_app.errors import InvalidRequest
+
+
+def json_body(request: Request) -> Any:
+    """The body as JSON, whatever the Content-Type (the SDKs always send JSON); an empty
+    body is null, which the endpoint's own validation refuses."""
+    try:
+        return json.loads(request.body or b"null")
+    except (ValueError, UnicodeDecodeError) as error:
+        raise InvalidRequest(f"We could not parse the JSON body of your request: {error}.") from error
+
+
+def bool_param(query: QueryDict, name: str) -> bool:
+    value = query.get(name)
+    if value in (None, "", "false", "False", "0"):
+        return False
+    if value in ("true", "True", "1"):
+        return True
+    raise InvalidRequest(f"Invalid value for '{name}': {value!r}; expected true or false.", param=name)
+
+
+def int_param(query: QueryDict, name: str, minimum: int, maximum: int | None = None) -> int | None:
+    value = query.get(name)
+    if value is None:
+        return None
+    try:
+        number = int(value)
+    except ValueError:
+        raise InvalidRequest(f"Invalid value for '{name}': {value!r}; expected an integer.", param=name) from None
+    if number < minimum or (maximum is not None and number > maximum):
+        bounds = f"at least {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+        raise InvalidRequest(f"'{name}' must be {bounds}, got {number}.", param=name)
+    return number
+
+
+def order_param(query: QueryDict) -> str:
+    order = query.get("order", "desc")
+    if order not in ("asc", "desc"):
+        raise InvalidRequest(f"Invalid value for 'order': {order!r}; expected 'asc' or 'desc'.", param="order")
+    return order
+
+
+def include_param(query: QueryDict) -> list[str]:
+    """``include[]=`` (or ``include=``) values, each one this server supports."""
+    values = query.getlist("include[]") + query.getlist("include")
+    for value in values:
+        if value not in SUPPORTED_INCLUDE_VALUES:
+            raise InvalidRequest(f"include value {value!r} is not supported by this server yet.", param="include")
+    return values
