@@ -1,4 +1,4 @@
-"""Celery tasks: thin wrappers around the runner and the services."""
+"""Celery tasks: thin wrappers around the worker and the services."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ from celery import shared_task
 
 from responses_app import services
 from responses_app.engines import control, startup  # noqa: F401  (an inspect command; engine start at worker init)
-from responses_app.worker import run as runner
+from responses_app.worker import run as worker
 
 
 @shared_task(name=services.RUN_RESPONSE_TASK, acks_late=True)
 def run_response(response_id: str) -> None:
-    runner.run_response(response_id)
+    worker.run_response(response_id)
 
 
 @shared_task(name="responses_app.tasks.reap_expired_leases")

@@ -61,6 +61,7 @@ class Recorder:
         self.process_id = f"{socket.gethostname()}:{self._pid}"
         self._lock = threading.Lock()
         self._wake = threading.Event()
+        self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
         self._pending: dict[tuple[metrics.HistogramSpec, tuple[str, ...]], _Series] = {}
         self._open_streams = 0
@@ -143,12 +144,25 @@ class Recorder:
             if self._thread is None:
                 self._thread = threading.Thread(target=self._run, name="metrics-pusher", daemon=True)
                 self._thread.start()
-                atexit.register(self.push)  # a worker's warm shutdown keeps its last second
+                atexit.register(self._stop)
+
+    def _stop(self) -> None:
+        """At exit: end the pusher, then push the last observations (a worker's warm
+        shutdown keeps its last second). A daemon thread frozen by the interpreter in the
+        middle of a push would hold the Redis pool's lock, and the client's finalizer,
+        which takes that lock, would hang the process's exit."""
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=2 * metrics.REDIS_TIMEOUT_S + MIN_PUSH_GAP_S)  # a push in flight ends by then
+        self.push()
 
     def _run(self) -> None:
-        while True:
+        while not self._stopping.is_set():
             self._wake.wait(PUSH_INTERVAL_S)
             self._wake.clear()
+            if self._stopping.is_set():
+                return
             try:
                 self.push()
             except Exception:  # the pusher must outlive any surprise

@@ -150,11 +150,10 @@ class EventBuilder:
 
     # --- internals ---------------------------------------------------------------------------
 
-    def _emit(self, event_class: type[BaseModel], **fields: Any) -> dict[str, Any]:
+    def _emit(self, event_class: type[BaseModel], **fields: Any) -> None:
         event = build_event(event_class, sequence_number=self.next_sequence_number, **fields)
         self.next_sequence_number += 1
         self._pending_events.append(event)
-        return event
 
     def _start_item(self, started: MessageStarted) -> None:
         if started.kind not in ITEM_ID_PREFIX:

@@ -4,7 +4,7 @@ one persisted, streamed item (added -> in_progress -> argument/code deltas -> th
 
 A ``Toolbox`` holds one response's tools. ``call_for`` turns a harmony recipient into a
 ``ToolCall`` that follows the model's message as it streams and then runs the tool; the
-runner feeds the ``ToolResult`` back to the model as the tool's harmony message. Running a
+generation loop feeds the ``ToolResult`` back to the model as the tool's harmony message. Running a
 tool is tools_app's business (sandbox, MCP, browser); this module only knows items/events.
 """
 

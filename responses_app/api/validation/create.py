@@ -57,7 +57,7 @@ INCLUDE_VALUES = frozenset(
         "web_search_call.results",
     }
 )
-# What the stored items always hold and rendering leaves out unless asked (rendering.py).
+# What the stored items always hold and the wire leaves out unless asked (wire_objects.public_item).
 SUPPORTED_INCLUDE_VALUES = frozenset({"code_interpreter_call.outputs", "web_search_call.action.sources"})
 KNOWN_PARAMETERS = frozenset(
     {
