@@ -2,7 +2,8 @@
 
 The API, the admin and the Celery tasks all come through here, so a response changes
 state the same way whoever asks. Status changes are compare-and-set UPDATEs, and a
-terminal status is always committed together with its terminal event.
+response ends only through stream/store.end_response (its terminal status and event in
+one transaction).
 """
 
 from __future__ import annotations
