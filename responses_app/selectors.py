@@ -57,6 +57,12 @@ def events_after(response_id: str, after: int, limit: int = 500) -> list[dict[st
     return list(rows.order_by("sequence_number").values_list("data", flat=True)[:limit])
 
 
+def response_by_id(response_id: str) -> Response | None:
+    """Any tenant's response by id: for code that already holds an id it was given by a
+    tenant-scoped read (a reader waiting for the end of the response it streams)."""
+    return Response.objects.filter(pk=response_id).first()
+
+
 def stream_state(response_id: str) -> tuple[str, int] | None:
     """(status, last_sequence_number), or None once the response is deleted."""
     return Response.objects.filter(pk=response_id).values_list("status", "last_sequence_number").first()

@@ -28,6 +28,12 @@ from responses_app.api.base import IgnoreAccept
 from responses_app.api.validation.create import SUPPORTED_INCLUDE_VALUES
 
 REF = "#/components/schemas/{model}"
+
+
+def ref(name: str) -> dict[str, str]:
+    return {"$ref": REF.format(model=name)}
+
+
 # (name in components, SDK type, pydantic mode: what a client sends is "validation").
 SDK_TYPES = (
     ("Response", Response, "serialization"),
@@ -52,7 +58,7 @@ ERROR = {
 }
 # The request body of a create: the SDK's parameters, plus ``stream`` (the SDK splits them
 # into a streaming and a non-streaming type only to type the reply).
-CREATE_BODY = {"allOf": [{"$ref": REF.format(model="ResponseCreateParams")},
+CREATE_BODY = {"allOf": [ref("ResponseCreateParams"),
                          {"type": "object", "properties": {"stream": {"type": ["boolean", "null"]}}}]}
 # One Server-Sent Event, in OpenAPI 3.2's way of describing a stream's items: its `data`
 # is a ResponseStreamEvent as JSON. The stream ends after the terminal event.
@@ -62,7 +68,7 @@ SSE_EVENT = {
     "properties": {
         "event": {"type": "string", "description": "The event's type."},
         "data": {"type": "string", "contentMediaType": "application/json",
-                 "contentSchema": {"$ref": REF.format(model="ResponseStreamEvent")}},
+                 "contentSchema": ref("ResponseStreamEvent")},
     },
 }
 RESPONSE_DELETED = {
@@ -74,12 +80,9 @@ MODEL_LIST = {
     "type": "object",
     "required": ["object", "data"],
     "properties": {"object": {"const": "list"},
-                   "data": {"type": "array", "items": {"$ref": REF.format(model="Model")}}},
+                   "data": {"type": "array", "items": ref("Model")}},
 }
 
-
-def ref(name: str) -> dict[str, str]:
-    return {"$ref": REF.format(model=name)}
 
 
 def json_or_event_stream(description: str) -> dict[tuple[int, str], OpenApiResponse]:
@@ -158,13 +161,12 @@ def add_sdk_schemas_and_errors(result: dict[str, Any], generator: Any, request: 
     return result
 
 
-@cache
 def sdk_components() -> dict[str, Any]:
     keyed, definitions = TypeAdapter.json_schemas(
         [(name, mode, TypeAdapter(sdk_type)) for name, sdk_type, mode in SDK_TYPES], ref_template=REF)
     components = dict(definitions.get("$defs", {}))
     for (name, _mode), schema in keyed.items():
-        if schema.get("$ref") != REF.format(model=name):  # not already a definition of that name
+        if schema != ref(name):  # not already a definition of that name
             components[name] = schema
     return components
 

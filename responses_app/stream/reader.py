@@ -80,7 +80,7 @@ async def wait_until_finished(response_id: str) -> Response:
     """The response once it is terminal. Raises ResponseGone if it is deleted first."""
     async with doorbell.listening(response_id) as listener:
         while True:
-            response = await db(Response.objects.filter(pk=response_id).first)()
+            response = await db(selectors.response_by_id)(response_id)
             if response is None:
                 raise ResponseGone(response_id)
             if response.is_terminal:
