@@ -84,6 +84,11 @@ WSGI_APPLICATION = "project.wsgi.application"
 RUN_DIR = Path(os.environ.get("RUN_DIR", BASE_DIR / ".run"))
 DATABASE_URL = os.environ.get("DATABASE_URL", f"sqlite:///{RUN_DIR / 'db.sqlite3'}")
 DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
+    # A database that is down or unreachable fails a request within seconds (a 503), never
+    # a hang: libpq's default is to wait for the operating system's TCP timeout.
+    DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = int(
+        env_float("DATABASE_CONNECT_TIMEOUT_S", 5))
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the SSE readers read while a worker writes; the busy timeout makes
     # writers queue instead of failing with "database is locked".
@@ -108,22 +113,42 @@ STATIC_ROOT = RUN_DIR / "static"
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
 # --- Celery -------------------------------------------------------------------------
-# The longest response we expect to run; the broker's visibility timeout must exceed
-# it, or Redis would hand an acknowledged-late task to a second worker while the first
-# still runs it.
-RESPONSE_MAX_RUNTIME_S = env_float("RESPONSE_MAX_RUNTIME_S", 3600)
+# The database, not the broker, guarantees delivery. A message only says "look at this
+# response": it is acknowledged when a task thread takes it (early ack), the claim is a
+# compare-and-set on the row, a claimed response is covered by its lease and the reaper,
+# and a queued one that no worker claimed in time is sent again (redelivery.py). So a lost
+# message delays a response and a duplicate one is a no-op. acks_late would hold each
+# message for the whole life of a response: a broker reconnect would then redeliver every
+# running response (no-op claims) and leave the workers acknowledging on a connection
+# that is gone, and the visibility timeout would have to outlast the longest response.
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
-CELERY_TASK_ACKS_LATE = True
+CELERY_TASK_ACKS_LATE = False
+# A worker takes no more messages than it has free task threads (Redis brokers only): a
+# message waits in the broker, where any worker can take it, not behind a busy worker.
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": int(RESPONSE_MAX_RUNTIME_S * 2)}
+CELERY_WORKER_DISABLE_PREFETCH = True
+CELERY_BROKER_TRANSPORT_OPTIONS = {"socket_connect_timeout": 2}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# A worker waits for its broker as long as it takes (an outage of minutes), never exits.
+CELERY_BROKER_CONNECTION_MAX_RETRIES = None
+# A create retries its enqueue briefly; past that the response's row waits for the
+# redelivery sweep, so a broker outage never holds a create for long.
+CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2,
+                                    "interval_max": 0.2}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 CELERY_BEAT_SCHEDULE = {
     "reap-expired-leases": {
         "task": "responses_app.tasks.reap_expired_leases",
         "schedule": env_float("REAPER_INTERVAL_S", 10.0),
+        # A sweep that waited longer than its period (busy workers) is superseded by the next.
+        "options": {"expires": env_float("REAPER_INTERVAL_S", 10.0)},
+    },
+    "redeliver-unclaimed-responses": {
+        "task": "responses_app.tasks.redeliver_unclaimed",
+        "schedule": env_float("REDELIVERY_INTERVAL_S", 5.0),
+        "options": {"expires": env_float("REDELIVERY_INTERVAL_S", 5.0)},
     },
     "purge-unstored-responses": {
         "task": "responses_app.tasks.purge_unstored_responses",
@@ -140,6 +165,12 @@ CELERY_BEAT_SCHEDULE = {
 # older than LEASE_TTL_S (a worker that died). Keep TTL several renew periods long.
 LEASE_TTL_S = env_float("RESPONSE_LEASE_TTL_S", 15.0)
 LEASE_RENEW_S = env_float("RESPONSE_LEASE_RENEW_S", 3.0)
+# A queued response that no worker claimed within RESPONSE_RESEND_AFTER_S of its enqueue
+# is sent again (its message was lost: a broker restart, a purge); one still unclaimed
+# after RESPONSE_UNCLAIMED_FAIL_AFTER_S while no live worker consumes its model's queue
+# is failed (service_unavailable).
+RESPONSE_RESEND_AFTER_S = env_float("RESPONSE_RESEND_AFTER_S", 15.0)
+RESPONSE_UNCLAIMED_FAIL_AFTER_S = env_float("RESPONSE_UNCLAIMED_FAIL_AFTER_S", 300.0)
 # A response that crashed before emitting any output item is retried this many times.
 RESPONSE_MAX_ATTEMPTS = int(os.environ.get("RESPONSE_MAX_ATTEMPTS", "3"))
 # Events are committed at most this long after they are produced.

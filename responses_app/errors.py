@@ -68,6 +68,20 @@ class ServerError(APIError):
         super().__init__("The server had an error while processing your request.")
 
 
+class ServiceUnavailable(APIError):
+    """A dependency this server needs (the database) is down for now; the SDKs retry a 503."""
+
+    status_code = 503
+    error_type = "server_error"
+
+    def __init__(self, message: str, *, code: str | None = None, retry_after: int = 1) -> None:
+        super().__init__(message, code=code)
+        self.retry_after = retry_after
+
+    def headers(self) -> dict[str, str]:
+        return {"Retry-After": str(self.retry_after)}
+
+
 class RateLimited(APIError):
     """A quota is used up for now; ``retry_after`` (whole seconds) becomes Retry-After,
     which the SDKs honour when they retry."""

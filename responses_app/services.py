@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from responses_app import quotas
 from responses_app.conversation import check_prompt, history, previous_chain
+from responses_app.cooldown import Cooldown
 from responses_app.errors import InvalidRequest, NotFound
 from responses_app.models import TERMINAL_STATUSES, InputItem, OutputItem, Response, ResponseStatus, Tenant
 from responses_app.selectors import input_items
@@ -30,8 +31,9 @@ from responses_app.stream.store import end_response, insert_events
 
 log = logging.getLogger(__name__)
 
-ENQUEUE_GRACE_S = 10
 RUN_RESPONSE_TASK = "responses_app.tasks.run_response"
+BROKER_COOLDOWN_S = 2.0
+_broker_cooldown = Cooldown(BROKER_COOLDOWN_S)
 
 
 @dataclass
@@ -89,13 +91,19 @@ def enqueue(response: Response) -> None:
 
 
 def try_enqueue(response: Response) -> bool:
-    """Enqueue, or leave ``enqueued_at`` empty for the reaper to retry (broker outage)."""
+    """Enqueue, or leave the response for the redelivery sweep to send (a broker outage:
+    after one failed send, this process does not try again for BROKER_COOLDOWN_S)."""
+    if _broker_cooldown.active:
+        return False
     try:
         enqueue(response)
-        return True
-    except Exception:
-        log.exception("could not enqueue %s; the reaper will retry", response.pk)
+    except Exception as error:
+        _broker_cooldown.failed()
+        log.warning("could not enqueue %s (%s: %s); the redelivery sweep will send it", response.pk,
+                    type(error).__name__, error)
         return False
+    _broker_cooldown.succeeded()
+    return True
 
 
 def _previous_response(tenant: Tenant, previous_response_id: str | None) -> Response | None:
@@ -187,15 +195,15 @@ def delete_response(response: Response) -> None:
 
 
 def reap_expired_leases() -> dict[str, int]:
-    """Recover responses whose worker vanished (its lease expired), and queued responses
-    whose task never reached the broker.
+    """Recover responses whose worker vanished (its lease expired). (Queued responses
+    whose message was lost are redelivery.py's.)
 
     One that had emitted nothing beyond its lifecycle events is re-queued (the retry
     starts from scratch); one that had streamed output, or used up its attempts, is failed
     with a clear error and a terminal event, so no response stays in_progress forever.
     """
     now = timezone.now()
-    counts = {"requeued": 0, "failed": 0, "enqueued": 0}
+    counts = {"requeued": 0, "failed": 0}
     expired = Response.objects.filter(status=ResponseStatus.IN_PROGRESS, lease_expires_at__lt=now)
     for response in expired.only("id", "model", "attempts", "cancel_requested"):
         has_output = OutputItem.objects.filter(response_id=response.pk).exists()
@@ -216,13 +224,6 @@ def reap_expired_leases() -> dict[str, int]:
         if end_response(response.pk, status, error=error, only_if_lease_expired_before=now):
             counts["failed"] += 1
             log.warning("failed %s after its worker was lost", response.pk)
-    # A task that never reached the broker: enqueue it now. A duplicate message would be
-    # harmless (only one claim can win), so the grace period only avoids racing the
-    # on_commit enqueue of a response created a moment ago.
-    unsent = Response.objects.filter(status=ResponseStatus.QUEUED, enqueued_at__isnull=True).filter(
-        Q(attempts__gt=0) | Q(created_at__lt=now - timedelta(seconds=ENQUEUE_GRACE_S)))
-    for response in unsent.only("id", "model"):
-        counts["enqueued"] += try_enqueue(response)
     return counts
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from responses_app import services
+from responses_app import redelivery, services
 from responses_app.engines import control, startup  # noqa: F401  (an inspect command; engine start at worker init)
 from responses_app.worker import run as worker
 
 
-@shared_task(name=services.RUN_RESPONSE_TASK, acks_late=True)
+@shared_task(name=services.RUN_RESPONSE_TASK, acks_late=False,
+             Request="responses_app.worker.delivery:ResponseTaskRequest")
 def run_response(response_id: str) -> None:
     worker.run_response(response_id)
 
@@ -17,6 +18,11 @@ def run_response(response_id: str) -> None:
 @shared_task(name="responses_app.tasks.reap_expired_leases")
 def reap_expired_leases() -> dict[str, int]:
     return services.reap_expired_leases()
+
+
+@shared_task(name="responses_app.tasks.redeliver_unclaimed")
+def redeliver_unclaimed() -> dict[str, int]:
+    return redelivery.redeliver_unclaimed()
 
 
 @shared_task(name="responses_app.tasks.purge_unstored_responses")

@@ -5,6 +5,9 @@
 #   scripts/test-services.sh env     # print `export DATABASE_URL=... REDIS_URL=...`
 #   scripts/test-services.sh stop    # stop both (safe to call when nothing runs)
 #   scripts/test-services.sh status
+#   scripts/test-services.sh stop-redis|start-redis|stop-pg|start-pg
+#                                    # one service, keeping its port and data (the fault suite;
+#                                    # stop-pg is an immediate shutdown, as in a crash)
 #
 # Everything lives under $TEST_SERVICES_DIR (default .run/test): the cluster, the redis
 # working dir, logs, pid files and the chosen ports. `start` wipes that folder, so every
@@ -176,7 +179,8 @@ cmd_start() {
         echo "redis_port=$redis_port"
     } >"$STATE"
 
-    # PostgreSQL: a fresh cluster, durability off (a test database is disposable).
+    # PostgreSQL: a fresh cluster, durability off (a test database is disposable), unless
+    # TEST_PG_DURABLE=1: the fault suite crashes it and expects every acknowledged commit back.
     as_pg "$PG_BIN/initdb" -D "$PG_DIR/data" -U postgres -A trust -E UTF8 --locale=C --no-sync \
         >"$PG_DIR/initdb.log" 2>&1 || { cat "$PG_DIR/initdb.log" >&2; die "initdb failed"; }
     cat >>"$PG_DIR/data/postgresql.conf" <<EOF
@@ -185,34 +189,68 @@ cmd_start() {
 port = $pg_port
 listen_addresses = '127.0.0.1'
 unix_socket_directories = '$sock'
-fsync = off
-synchronous_commit = off
-full_page_writes = off
 max_connections = 300
 EOF
-    if ! as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/postgres.log" -w -t 60 start >/dev/null; then
-        cat "$PG_DIR/postgres.log" >&2 || true
-        die "PostgreSQL did not start"
+    if [ "${TEST_PG_DURABLE:-0}" != 1 ]; then
+        printf 'fsync = off\nsynchronous_commit = off\nfull_page_writes = off\n' >>"$PG_DIR/data/postgresql.conf"
     fi
-    echo "pg_pid=$(head -n1 "$PG_DIR/data/postmaster.pid")" >>"$STATE"
+    start_pg
     "$PG_BIN/psql" -h "$sock" -p "$pg_port" -U postgres -d postgres -v ON_ERROR_STOP=1 -q <<EOF
 CREATE ROLE "$DB_USER" LOGIN CREATEDB PASSWORD '$DB_PASSWORD';
 CREATE DATABASE "$DB_NAME" OWNER "$DB_USER";
 EOF
 
-    # Redis: no persistence, its own port, daemonized with a pid file.
-    redis-server --port "$redis_port" --bind 127.0.0.1 --save '' --appendonly no \
+    start_redis "$redis_port"
+    log "PostgreSQL on 127.0.0.1:$pg_port (socket $sock, runs as $PG_USER), Redis on 127.0.0.1:$redis_port"
+}
+
+start_pg() {
+    if ! as_pg "$PG_BIN/pg_ctl" -D "$PG_DIR/data" -l "$PG_DIR/postgres.log" -w -t 60 start >/dev/null; then
+        cat "$PG_DIR/postgres.log" >&2 || true
+        die "PostgreSQL did not start"
+    fi
+    echo "pg_pid=$(head -n1 "$PG_DIR/data/postmaster.pid")" >>"$STATE"
+}
+
+# Redis: no persistence (as `make run` runs it), its own port, daemonized with a pid file.
+start_redis() {
+    redis-server --port "$1" --bind 127.0.0.1 --save '' --appendonly no \
         --daemonize yes --dir "$REDIS_DIR" --pidfile "$REDIS_DIR/redis.pid" --logfile "$REDIS_DIR/redis.log" \
         || die "redis-server did not start"
     local i
     for i in $(seq 1 100); do
-        if [ -s "$REDIS_DIR/redis.pid" ] && redis_ping "$redis_port"; then break; fi
+        if [ -s "$REDIS_DIR/redis.pid" ] && redis_ping "$1"; then break; fi
         sleep 0.1
     done
-    redis_ping "$redis_port" || { cat "$REDIS_DIR/redis.log" >&2; die "Redis does not answer on $redis_port"; }
+    redis_ping "$1" || { cat "$REDIS_DIR/redis.log" >&2; die "Redis does not answer on $1"; }
     echo "redis_pid=$(cat "$REDIS_DIR/redis.pid")" >>"$STATE"
+}
 
-    log "PostgreSQL on 127.0.0.1:$pg_port (socket $sock, runs as $PG_USER), Redis on 127.0.0.1:$redis_port"
+# One service at a time, for the fault suite: the port, the data and the state file stay.
+cmd_stop_redis() {
+    local pid
+    pid="$(cat "$REDIS_DIR/redis.pid" 2>/dev/null || state_get redis_pid || true)"
+    kill_pid "$pid" redis-server
+    rm -f "$REDIS_DIR/redis.pid"
+}
+
+cmd_start_redis() {
+    [ -f "$STATE" ] || die "not started (run: $0 start)"
+    start_redis "$(state_get redis_port)"
+}
+
+cmd_stop_pg() {
+    [ -f "$STATE" ] || die "not started (run: $0 start)"
+    PG_USER="$(state_get pg_user)"
+    # immediate: like a crash or a failover, open connections break at once.
+    as_pg "$(state_get pg_bin)/pg_ctl" -D "$PG_DIR/data" -m immediate -w -t 30 stop >/dev/null
+}
+
+cmd_start_pg() {
+    [ -f "$STATE" ] || die "not started (run: $0 start)"
+    PG_USER="$(state_get pg_user)"
+    PG_BIN="$(state_get pg_bin)"
+    start_pg
 }
 
 redis_ping() {
@@ -251,5 +289,9 @@ case "${1:-}" in
     stop) cmd_stop ;;
     env) cmd_env ;;
     status) cmd_status ;;
-    *) echo "usage: $0 start|stop|env|status" >&2; exit 2 ;;
+    stop-redis) cmd_stop_redis ;;
+    start-redis) cmd_start_redis ;;
+    stop-pg) cmd_stop_pg ;;
+    start-pg) cmd_start_pg ;;
+    *) echo "usage: $0 start|stop|env|status|stop-redis|start-redis|stop-pg|start-pg" >&2; exit 2 ;;
 esac

@@ -119,7 +119,7 @@ class LiveStack:
                                                 stderr=subprocess.STDOUT, start_new_session=True)
         if name == "web":
             self.wait_for_web()
-        if name in ("worker", "vllm-worker"):
+        if "worker" in name:
             self.wait_for_worker(name, timeout=300 if name == "vllm-worker" else 60)
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:

@@ -334,7 +334,7 @@ def test_the_reaper_requeues_a_lost_response_without_output_and_enqueues_it_agai
     Response.objects.filter(pk=queued.pk).update(task_id="task-of-the-lost-worker")
     expire_lease(queued)
 
-    assert services.reap_expired_leases() == {"requeued": 1, "failed": 0, "enqueued": 0}
+    assert services.reap_expired_leases() == {"requeued": 1, "failed": 0}
 
     queued.refresh_from_db()
     assert (queued.status, queued.lease_owner, queued.lease_expires_at) == (ResponseStatus.QUEUED, "", None)
@@ -343,32 +343,13 @@ def test_the_reaper_requeues_a_lost_response_without_output_and_enqueues_it_agai
     assert claim(queued.pk, "worker-b").attempts == 2
 
 
-def test_a_response_requeued_while_the_broker_is_down_is_still_recovered_later(queued, monkeypatch):
-    claim(queued.pk, "worker-a")
-    expire_lease(queued)
-
-    def broker_down(response):
-        raise ConnectionError("Error 111 connecting to the broker. Connection refused.")
-
-    monkeypatch.setattr(services, "enqueue", broker_down)
-    assert services.reap_expired_leases()["requeued"] == 1
-    queued.refresh_from_db()
-    assert (queued.status, queued.enqueued_at) == (ResponseStatus.QUEUED, None)
-
-    enqueued: list[str] = []
-    monkeypatch.setattr(services, "enqueue", lambda response: enqueued.append(response.pk))
-    services.reap_expired_leases()  # the next pass, with the broker back
-
-    assert enqueued == [queued.pk]
-
-
 @override_settings(RESPONSE_MAX_ATTEMPTS=2)
 def test_the_reaper_fails_a_lost_response_that_used_up_its_attempts(queued):
     Response.objects.filter(pk=queued.pk).update(attempts=1)
     claim(queued.pk, "worker-a")
     expire_lease(queued)
 
-    assert services.reap_expired_leases() == {"requeued": 0, "failed": 1, "enqueued": 0}
+    assert services.reap_expired_leases() == {"requeued": 0, "failed": 1}
 
     queued.refresh_from_db()
     assert queued.status == ResponseStatus.FAILED
@@ -380,7 +361,7 @@ def test_the_reaper_fails_a_lost_response_with_output_and_closes_its_open_item(q
     running = start_with_open_message(queued)
     expire_lease(running)
 
-    assert services.reap_expired_leases() == {"requeued": 0, "failed": 1, "enqueued": 0}
+    assert services.reap_expired_leases() == {"requeued": 0, "failed": 1}
 
     running.refresh_from_db()
     assert running.status == ResponseStatus.FAILED
@@ -408,7 +389,7 @@ def test_the_reaper_leaves_a_response_with_a_live_lease_alone(queued):
     just_claimed = claim(Response.objects.create(tenant=queued.tenant, model="echo").pk, "worker-b")
     assert just_claimed is not None
 
-    assert services.reap_expired_leases() == {"requeued": 0, "failed": 0, "enqueued": 0}
+    assert services.reap_expired_leases() == {"requeued": 0, "failed": 0}
 
     for response in (running, just_claimed):
         before = response.lease_expires_at
@@ -419,7 +400,7 @@ def test_the_reaper_leaves_a_response_with_a_live_lease_alone(queued):
 def test_the_reaper_leaves_queued_and_finished_responses_alone(queued, tenant):
     finished = Response.objects.create(tenant=tenant, model="echo", status=ResponseStatus.COMPLETED,
                                        lease_expires_at=timezone.now() - timedelta(minutes=5))
-    assert services.reap_expired_leases() == {"requeued": 0, "failed": 0, "enqueued": 0}
+    assert services.reap_expired_leases() == {"requeued": 0, "failed": 0}
     queued.refresh_from_db()
     finished.refresh_from_db()
     assert (queued.status, finished.status) == (ResponseStatus.QUEUED, ResponseStatus.COMPLETED)
@@ -431,7 +412,7 @@ def test_the_reaper_ends_a_lost_response_with_cancel_requested_as_cancelled(queu
     services.request_cancel(running)
     expire_lease(running)
 
-    assert services.reap_expired_leases() == {"requeued": 0, "failed": 1, "enqueued": 0}
+    assert services.reap_expired_leases() == {"requeued": 0, "failed": 1}
 
     running.refresh_from_db()
     assert running.status == ResponseStatus.CANCELLED and running.error is None
@@ -611,16 +592,6 @@ def test_a_worker_finds_nothing_to_do_for_a_cancelled_response(queued):
     queued.refresh_from_db()
     assert (queued.status, queued.attempts) == (ResponseStatus.CANCELLED, 0)
     assert events_of(queued) == [(0, "response.created"), (1, "response.incomplete")]
-
-
-def test_the_reaper_enqueues_a_queued_response_whose_task_never_reached_the_broker(queued, monkeypatch):
-    enqueued: list[str] = []
-    monkeypatch.setattr(services, "enqueue", lambda response: enqueued.append(response.pk))
-    # Created a moment ago: its own on_commit enqueue may still be on the way.
-    assert services.reap_expired_leases()["enqueued"] == 0
-    Response.objects.filter(pk=queued.pk).update(created_at=timezone.now() - timedelta(minutes=1))
-    assert services.reap_expired_leases() == {"requeued": 0, "failed": 0, "enqueued": 1}
-    assert enqueued == [queued.pk]
 
 
 def test_a_conversation_longer_than_the_model_context_is_refused_before_anything_is_written(tenant, settings):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.db import InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
 from rest_framework import exceptions as drf_exceptions
 
@@ -17,6 +18,7 @@ from responses_app.errors import (
     NotFound,
     PermissionDenied,
     ServerError,
+    ServiceUnavailable,
 )
 
 log = logging.getLogger(__name__)
@@ -49,5 +51,10 @@ def _as_api_error(exc: Exception, request: Any) -> APIError:
     if isinstance(exc, drf_exceptions.APIException) and exc.status_code < 500:
         # The rest of DRF's client errors (a ValidationError, say): views here raise our own.
         return InvalidRequest(str(exc.detail))
+    if isinstance(exc, (OperationalError, InterfaceError)):
+        # The database is down or restarting (a refused or broken connection): say so, and
+        # when to retry, rather than a 500. Nothing was half-written: every write is atomic.
+        log.warning("database unavailable in %s %s: %s", request.method, request.path, exc)
+        return ServiceUnavailable("The database is unavailable; try again shortly.", code="database_unavailable")
     log.error("unhandled error in %s %s", request.method, request.path, exc_info=exc)
     return ServerError()

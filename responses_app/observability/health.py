@@ -5,20 +5,18 @@ the Celery broker, and at least one live worker consuming each configured model'
 A failing check is reported, never raised. Errors name only the exception's class (the
 details, which may name hosts and users, go to the log): the endpoint is unauthenticated.
 
-The worker check is a broadcast that every worker answers, so its answer is cached for
-WORKERS_CACHE_S per process: a scraper polling every second costs the workers one
-broadcast per few seconds, whatever its rate.
+The worker check is a broadcast that every worker answers, cached per process
+(broker.WORKERS): a scraper polling every second costs the workers one broadcast per few
+seconds, whatever its rate. The redelivery sweep asks the same question.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -26,12 +24,12 @@ from celery import current_app
 from django.conf import settings
 from django.db import close_old_connections, connection
 
+from responses_app.broker import WORKERS
+
 log = logging.getLogger(__name__)
 CHECK_TIMEOUT_S = 2.0
 REDIS_TIMEOUT_S = 1.0
 BROKER_TIMEOUT_S = 1.0
-INSPECT_TIMEOUT_S = 1.0
-WORKERS_CACHE_S = 5.0
 
 # Checks block (sockets, a broadcast that waits for replies), so they run in threads of
 # their own: a hung dependency can exhaust this pool, and make health checks time out,
@@ -69,57 +67,6 @@ def check_broker() -> Check:
     return {"ok": True, "latency_ms": round((time.monotonic() - started) * 1000, 1)}
 
 
-@dataclass
-class _WorkerAnswer:
-    queues_by_worker: dict[str, set[str]] | None
-    error: BaseException | None
-    at: float
-
-
-class WorkerInspector:
-    """Which live worker consumes which queue: one broadcast per ``ttl`` at most, whatever
-    the number of callers (concurrent callers wait for the broadcast under way)."""
-
-    def __init__(self, ttl: float = WORKERS_CACHE_S, timeout: float = INSPECT_TIMEOUT_S) -> None:
-        self.ttl = ttl
-        self.timeout = timeout
-        self.broadcasts = 0
-        self._lock = threading.Lock()
-        self._answer: _WorkerAnswer | None = None
-
-    def queues_by_worker(self) -> dict[str, set[str]]:
-        answer = self._fresh_answer()
-        if answer is None:
-            if not self._lock.acquire(timeout=CHECK_TIMEOUT_S):
-                raise TimeoutError("an earlier worker inspection is still waiting for the broker")
-            try:
-                answer = self._fresh_answer() or self._inspect()
-            finally:
-                self._lock.release()
-        if answer.error is not None:
-            raise answer.error
-        return answer.queues_by_worker or {}
-
-    def _fresh_answer(self) -> _WorkerAnswer | None:
-        answer = self._answer
-        if answer is not None and time.monotonic() - answer.at < self.ttl:
-            return answer
-        return None
-
-    def _inspect(self) -> _WorkerAnswer:
-        self.broadcasts += 1
-        try:
-            replies = current_app.control.inspect(timeout=self.timeout).active_queues() or {}
-            answer = _WorkerAnswer({worker: {queue["name"] for queue in queues}
-                                    for worker, queues in replies.items()}, None, time.monotonic())
-        except Exception as error:  # cached too: a broken broker is not asked again at once
-            log.warning("healthz: worker inspection failed: %s", error)
-            answer = _WorkerAnswer(None, error, time.monotonic())
-        self._answer = answer
-        return answer
-
-
-WORKERS = WorkerInspector()
 
 
 def check_workers() -> dict[str, Check]:

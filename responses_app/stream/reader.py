@@ -6,6 +6,11 @@ the two is still found by the read, and one committed later rings the bell. The 
 is the last sequence number sent, so a reader neither skips nor repeats an event, and
 any web process can serve any response at any time. The transport (SSE today) frames
 what the reader yields.
+
+A database restart is ridden out: a read that finds the database down is tried again
+every RETRY_INTERVAL_S (a stream sends its keep-alives meanwhile) for up to
+DATABASE_PATIENCE_S, then the error is raised (a stream just ends, and its client
+resumes with ``starting_after``).
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from django.conf import settings
 
 from responses_app import selectors
 from responses_app.asyncdb import db
+from responses_app.db_outage import DATABASE_DOWN, RETRY_INTERVAL_S
 from responses_app.models import TERMINAL_STATUSES, Response
 from responses_app.observability import recorder
 from responses_app.stream import doorbell
@@ -29,6 +35,7 @@ from responses_app.stream.builder import TERMINAL_EVENT_TYPES
 SAFETY_POLL_S = 5.0
 # A response that another web process is waiting on is read at least this often.
 FINISH_POLL_S = 1.0
+DATABASE_PATIENCE_S = 30.0
 
 
 class ResponseGone(Exception):
@@ -48,8 +55,21 @@ async def follow_events(
     try:
         async with doorbell.listening(response_id) as listener:
             last_sent = time.monotonic()
+            outage_since: float | None = None
             while True:
-                events = await db(selectors.events_after)(response_id, cursor)
+                try:
+                    events = await db(selectors.events_after)(response_id, cursor)
+                    state = None if events else await db(selectors.stream_state)(response_id)
+                except DATABASE_DOWN:
+                    outage_since = outage_since or time.monotonic()
+                    if time.monotonic() - outage_since > DATABASE_PATIENCE_S:
+                        raise
+                    await asyncio.sleep(RETRY_INTERVAL_S)
+                    if time.monotonic() - last_sent >= settings.SSE_KEEPALIVE_S:
+                        yield None
+                        last_sent = time.monotonic()
+                    continue
+                outage_since = None
                 for event in events:
                     yield event
                     cursor = event["sequence_number"]
@@ -59,7 +79,6 @@ async def follow_events(
                         return
                 if events:
                     continue
-                state = await db(selectors.stream_state)(response_id)
                 if state is None or (state[0] in TERMINAL_STATUSES and cursor >= state[1]):
                     finished = True  # deleted, or nothing after the cursor will ever come
                     return
@@ -79,8 +98,17 @@ async def follow_events(
 async def wait_until_finished(response_id: str) -> Response:
     """The response once it is terminal. Raises ResponseGone if it is deleted first."""
     async with doorbell.listening(response_id) as listener:
+        outage_since: float | None = None
         while True:
-            response = await db(selectors.response_by_id)(response_id)
+            try:
+                response = await db(selectors.response_by_id)(response_id)
+            except DATABASE_DOWN:
+                outage_since = outage_since or time.monotonic()
+                if time.monotonic() - outage_since > DATABASE_PATIENCE_S:
+                    raise
+                await asyncio.sleep(RETRY_INTERVAL_S)
+                continue
+            outage_since = None
             if response is None:
                 raise ResponseGone(response_id)
             if response.is_terminal:

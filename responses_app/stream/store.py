@@ -42,6 +42,13 @@ def save_batch(response: Response, owner: str, builder: EventBuilder) -> bool:
     ``owner`` does not hold the lease (nothing is written then).
     """
     events, items = builder.drain()
+    return save_events(response, owner, events, items)
+
+
+def save_events(response: Response, owner: str, events: list[dict[str, Any]],
+                items: list[tuple[int, dict[str, Any]]]) -> bool:
+    """save_batch for events and items already drained from the builder, so that a writer
+    can try them again when the database broke before they were committed."""
     fields: dict[str, Any] = {"lease_expires_at": timezone.now() + timedelta(seconds=settings.LEASE_TTL_S)}
     if events:
         fields["last_sequence_number"] = events[-1]["sequence_number"]

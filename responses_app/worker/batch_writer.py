@@ -3,20 +3,37 @@
 The builder's events are committed at most EVENT_FLUSH_INTERVAL_S after they appear; the
 lease is renewed at least every LEASE_RENEW_S; the cancel flag is read from the process's
 cancel watch in between, so a cancel is noticed within a second.
+
+A database restart is ridden out: a batch that could not be committed is kept and tried
+again until the lease that the last commit renewed runs out (after that the reaper may
+take the response over), while the engine goes on generating.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
+from django.db import IntegrityError
 
-from responses_app.models import Response
+from responses_app.db_outage import DATABASE_DOWN, RETRY_INTERVAL_S, reconnect
+from responses_app.models import Response, ResponseStatus
 from responses_app.stream.builder import EventBuilder
-from responses_app.stream.store import LeaseLost, end_response, save_batch
+from responses_app.stream.store import LeaseLost, end_response, save_events
 from responses_app.worker.cancel_watch import cancel_watch
+
+log = logging.getLogger(__name__)
+# Retries stop this long before the lease would expire, so that a late commit never
+# races the reaper.
+LEASE_MARGIN_S = 1.0
+LOST_OUTPUT_ERROR = {
+    "code": "server_error",
+    "message": "The database connection broke while this response's last output was being saved; "
+               "the response was ended without it.",
+}
 
 
 class CancelRequested(Exception):
@@ -32,6 +49,8 @@ class BatchWriter:
     owner: str
     builder: EventBuilder
     last_flush: float = field(default_factory=time.monotonic)
+    # Events and items drained from the builder whose commit failed (the database broke).
+    _unsaved: tuple[list[dict[str, Any]], list[tuple[int, dict[str, Any]]]] | None = None
 
     def tick(self) -> None:
         now = time.monotonic()
@@ -46,7 +65,24 @@ class BatchWriter:
 
     def flush(self) -> bool:
         """Commit now; returns the cancel flag."""
-        cancel = save_batch(self.response, self.owner, self.builder)
+        if self._unsaved is None:
+            self._unsaved = self.builder.drain()
+        events, items = self._unsaved
+        broke = False
+        while True:
+            try:
+                cancel = save_events(self.response, self.owner, events, items)
+                break
+            except IntegrityError:
+                # After a broken connection the commit may have landed without our hearing of it.
+                if not (broke and events and self._committed(events[-1]["sequence_number"])):
+                    raise
+                cancel = False
+                break
+            except DATABASE_DOWN as error:
+                broke = True
+                self._wait_for_database(error)
+        self._unsaved = None
         self.last_flush = time.monotonic()
         return cancel
 
@@ -54,6 +90,31 @@ class BatchWriter:
             usage: dict[str, Any]) -> None:
         """Write what is pending with the terminal state. Raises LeaseLost when another
         party ended or removed the response first."""
-        if not end_response(self.response.pk, status, error=error, incomplete_details=incomplete_details,
-                            usage=usage, builder=self.builder, lease_owner=self.owner):
+        if self._unsaved is not None:
+            self.flush()
+        builder: EventBuilder | None = self.builder
+        next_sequence_number = self.builder.next_sequence_number
+        while True:
+            try:
+                ended = end_response(self.response.pk, status, error=error, incomplete_details=incomplete_details,
+                                     usage=usage, builder=builder, lease_owner=self.owner)
+                break
+            except DATABASE_DOWN as database_error:
+                if builder is not None and builder.next_sequence_number != next_sequence_number:
+                    # The broken transaction took the builder's last events with it: end from
+                    # the committed rows instead (as the reaper would), failed, saying so.
+                    builder, status, error, incomplete_details = None, ResponseStatus.FAILED, LOST_OUTPUT_ERROR, None
+                self._wait_for_database(database_error)
+        if not ended:
             raise LeaseLost(self.response.pk)
+
+    def _wait_for_database(self, error: Exception) -> None:
+        """Sleep before the next try, or raise ``error`` once the lease is nearly out."""
+        if time.monotonic() + RETRY_INTERVAL_S > self.last_flush + settings.LEASE_TTL_S - LEASE_MARGIN_S:
+            raise error
+        log.warning("%s: the database is unavailable (%s); trying again", self.response.pk, error)
+        reconnect()
+        time.sleep(RETRY_INTERVAL_S)
+
+    def _committed(self, sequence_number: int) -> bool:
+        return Response.objects.filter(pk=self.response.pk, last_sequence_number__gte=sequence_number).exists()

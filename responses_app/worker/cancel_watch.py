@@ -14,8 +14,9 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from django.db import close_old_connections, connection
+from django.db import close_old_connections
 
+from responses_app.db_outage import DATABASE_DOWN, reconnect
 from responses_app.models import Response
 
 log = logging.getLogger(__name__)
@@ -64,9 +65,12 @@ class CancelWatch:
             try:
                 close_old_connections()
                 self.poll()
-            except Exception:  # a database restart: the next poll reconnects
+            except DATABASE_DOWN as error:  # a database restart: the next poll reconnects
+                log.warning("cancel watch: polling failed: %s", error)
+                reconnect()
+            except Exception:
                 log.exception("cancel watch: polling failed")
-                connection.close()
+                reconnect()
 
 
 _watch = CancelWatch()

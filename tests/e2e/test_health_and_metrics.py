@@ -17,8 +17,9 @@ from django.conf import settings
 from django.test import AsyncClient, override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
+from responses_app import broker
 from responses_app.models import Response
-from responses_app.observability import collector, health, metrics
+from responses_app.observability import collector, metrics
 from responses_app.observability.recorder import Recorder
 from tests.e2e.helpers import reasoning_and_answer, wait_for_status, wait_until
 from tests.live import free_port
@@ -142,7 +143,7 @@ def test_stopping_the_worker_turns_its_model_red_and_its_tasks_wait_in_the_queue
     try:
         # The worker answer is cached for a few seconds, so red comes within that.
         status, body = wait_until(lambda: (reply := healthz(stack))[1]["checks"]["workers"]["echo"]["ok"] is False
-                                  and reply, timeout=health.WORKERS_CACHE_S + 10)
+                                  and reply, timeout=broker.WORKERS_CACHE_S + 10)
         assert status == 503 and body["status"] == "unavailable"
         assert body["checks"]["workers"]["echo"] == {"ok": False, "queue": "model.echo", "workers": []}
         assert body["checks"]["broker"]["ok"] is True  # the broker itself is fine
@@ -157,11 +158,11 @@ def test_stopping_the_worker_turns_its_model_red_and_its_tasks_wait_in_the_queue
     assert wait_for_status(alice, waiting.id, {"completed"}).status == "completed"
     assert value(scrape(stack), "responses_queue_depth", model="echo", queue="model.echo") == 0
     wait_until(lambda: healthz(stack)[1]["checks"]["workers"]["echo"]["ok"] is True,
-               timeout=health.WORKERS_CACHE_S + 10)
+               timeout=broker.WORKERS_CACHE_S + 10)
 
 
 def test_a_scraper_polling_healthz_costs_the_workers_one_broadcast_per_cache_period(stack, db_access):
-    inspector = health.WorkerInspector(ttl=60)
+    inspector = broker.WorkerInspector(ttl=60)
     for _ in range(10):
         assert worker_name(stack) in inspector.queues_by_worker()
     assert inspector.broadcasts == 1
@@ -171,7 +172,7 @@ def test_a_scraper_polling_healthz_costs_the_workers_one_broadcast_per_cache_per
     for _ in range(10):
         assert healthz(stack)[1]["checks"]["workers"]["echo"]["ok"] is True
     # Uncached, every call would wait the whole inspection timeout for replies.
-    assert time.monotonic() - started < 10 * health.INSPECT_TIMEOUT_S / 2
+    assert time.monotonic() - started < 10 * broker.INSPECT_TIMEOUT_S / 2
 
 
 # --- /metrics ----------------------------------------------------------------------------------

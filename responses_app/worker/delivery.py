@@ -1,0 +1,28 @@
+"""How a worker takes a response's message from the broker.
+
+The message is acknowledged when a task thread takes it (early ack; see settings): from
+then on the response's row, not the message, says what happens to it. Acknowledging is
+therefore best effort. After a broker restart the consumer has a new connection while a
+task thread may still hold a message of the old one, whose channel is gone; kombu then
+raises from ``ack`` (even an AttributeError, not a connection error), and raised in the
+consumer that error stops the whole worker. The message is then either already lost
+with the old broker or restored and delivered again, which the claim makes a no-op.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery.worker.request import Request
+
+log = logging.getLogger(__name__)
+
+
+class ResponseTaskRequest(Request):
+    def acknowledge(self) -> None:
+        try:
+            super().acknowledge()
+        except Exception as error:  # noqa: BLE001 - any failure of a stale channel; see above
+            self.acknowledged = True
+            log.warning("task %s: its message could not be acknowledged (%s: %s); the database decides "
+                        "whether it runs", self.id, type(error).__name__, error)

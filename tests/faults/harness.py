@@ -1,0 +1,394 @@
+"""The fault harness: a whole stack on PostgreSQL and Redis of its own, faults injected into
+it, and the checks that every trial must pass.
+
+A ``FaultStack`` starts its own PostgreSQL cluster and Redis (scripts/test-services.sh with
+its own folder and ports), so that restarting them never touches the test suite's
+services, then Daphne, one or two Celery workers and beat as real processes. A trial
+sends a batch of background echo responses, follows some of them as SSE streams with the
+openai SDK (resuming with ``starting_after`` when a stream breaks), injects one fault
+mid-run, waits for every response to end and checks the outcome (``TrialResult``).
+
+Used by tests/faults/test_faults.py (a few trials per fault, in `make test`) and by
+scripts/fault_trials.py (more trials, a table).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import httpx
+import kombu.exceptions
+import openai
+import psycopg
+import redis
+from celery import Celery
+
+from tests.live import LOG_DIR, ROOT, STACK_ENV, LiveStack, free_port
+
+SERVICES_SCRIPT = ROOT / "scripts" / "test-services.sh"
+TERMINAL = {"completed", "failed", "incomplete", "cancelled"}
+# Short bounds, so that every recovery path runs within a trial.
+FAULT_ENV = {
+    **STACK_ENV,
+    "RESPONSE_RESEND_AFTER_S": "3",
+    "RESPONSE_UNCLAIMED_FAIL_AFTER_S": "30",
+    "DATABASE_CONNECT_TIMEOUT_S": "2",
+    "ECHO_TOKEN_DELAY_MS": "0",
+}
+# Echo answers this with about 150 tokens; at TOKEN_DELAY_MS a response runs for ~2 s.
+INPUT = ("Tell me, in order, about the harbour at dawn: the boats, the gulls, the nets, the fog over "
+         "the water, the first ferry, the market, the bells, the light on the hills. ") * 2
+TOKEN_DELAY_MS = 15
+
+
+class FaultStack(LiveStack):
+    """A LiveStack on services of its own, which its faults may stop and start."""
+
+    def __init__(self, name: str = "faults", worker_concurrency: int = 8) -> None:
+        self.services_dir = ROOT / ".run" / name
+        self.worker_concurrency = worker_concurrency
+        self._services_env = {**os.environ, "TEST_SERVICES_DIR": str(self.services_dir),
+                              "TEST_PG_PORT": str(free_port()), "TEST_REDIS_PORT": str(free_port()),
+                              "TEST_PG_DURABLE": "1"}
+        self.services("start")
+        urls = dict(line.removeprefix("export ").split("=", 1) for line in self.services("env").splitlines())
+        self.database_url, self.redis_url = urls["DATABASE_URL"], urls["REDIS_URL"]
+        super().__init__(self.database_url, self.redis_url, {})
+        self.env.update(FAULT_ENV)
+        self._control: Celery | None = None
+        self._migrate_and_make_key()
+
+    # --- services ------------------------------------------------------------------------------
+
+    def services(self, command: str) -> str:
+        done = subprocess.run(["bash", str(SERVICES_SCRIPT), command], env=self._services_env, cwd=ROOT,
+                              capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"test-services.sh {command} failed:\n{done.stderr}")
+        return done.stdout
+
+    def _manage(self, *args: str) -> str:
+        done = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=self.env, capture_output=True,
+                              text=True, check=True)
+        return done.stdout
+
+    def _migrate_and_make_key(self) -> None:
+        self._manage("migrate", "--noinput", "-v", "0")
+        self._manage("create_tenant", "faults", "--max-concurrent-background", "none",
+                     "--requests-per-minute", "none")
+        self.api_key = self._manage("create_api_key", "--tenant", "faults").strip().splitlines()[-1].split()[-1]
+
+    # --- processes ---------------------------------------------------------------------------------
+
+    def commands(self) -> dict[str, list[str]]:
+        commands = super().commands()
+        worker = commands["worker"]
+        worker[worker.index("--concurrency") + 1] = str(self.worker_concurrency)
+        # A second worker on the same model queue (the two-worker fault).
+        second = list(worker)
+        second[second.index("--hostname") + 1] = f"worker2-{self.port}@%h"
+        commands["worker2"] = second
+        return commands
+
+    def inspect(self, method: str, worker: str = "worker") -> dict:
+        """As LiveStack's, on this stack's own Redis."""
+        if self._control is None:
+            # Not the project's app: its broadcasts go to the broker of this test process's settings.
+            self._control = Celery("faults", broker=self.redis_url, set_as_current=False)
+        try:
+            replies = self._control.control.broadcast(method, reply=True, timeout=2,
+                                                      destination=[f"{worker}-{self.port}@{socket.gethostname()}"])
+        except (redis.RedisError, kombu.exceptions.KombuError, OSError):  # a connection of a Redis since restarted
+            self._control = None
+            return {}
+        return {name: body for reply in replies or [] for name, body in reply.items()}
+
+    def up(self, names: tuple[str, ...] = ("web", "worker", "beat")) -> None:
+        for name in names:
+            process = self.processes.get(name)
+            if process is None or process.poll() is not None:
+                self.start(name)
+
+    def down(self) -> None:
+        self.stop()
+        self.services("stop")
+
+    def client(self) -> openai.OpenAI:
+        return openai.OpenAI(base_url=self.base_url, api_key=self.api_key, max_retries=0, timeout=30)
+
+    def sql(self, query: str, *params: object) -> list[tuple]:
+        with psycopg.connect(self.database_url, connect_timeout=5) as connection:
+            return connection.execute(query, params).fetchall()
+
+    def log_tail(self, name: str, lines: int = 40) -> str:
+        path = LOG_DIR / f"{name}-{self.port}.log"
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:]) if path.exists() else ""
+
+
+# --- a trial -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Follower:
+    """Follows one response's SSE stream to its terminal event, resuming after a break."""
+
+    stack: FaultStack
+    response_id: str
+    received: list[dict] = field(default_factory=list)
+    resumes: int = 0
+    error: str = ""
+    ended: bool = False
+
+    def run(self, patience_s: float) -> None:
+        deadline = time.monotonic() + patience_s
+        client = self.stack.client()
+        while time.monotonic() < deadline and not self.ended:
+            after = self.received[-1]["sequence_number"] if self.received else -1
+            try:
+                stream = client.responses.retrieve(self.response_id, stream=True, starting_after=after)
+                for event in stream:
+                    self.received.append(event.model_dump(mode="json"))
+                    if event.type in {f"response.{status}" for status in TERMINAL}:
+                        self.ended = True
+                        return
+            except (openai.APIError, httpx.HTTPError) as error:
+                self.error = f"{type(error).__name__}: {error}"
+            self.resumes += 1
+            time.sleep(0.2)
+
+
+@dataclass
+class TrialResult:
+    fault: str
+    responses: int = 0
+    ended: int = 0
+    completed: int = 0
+    failed_with_error: int = 0
+    lost_events: int = 0
+    duplicated_events: int = 0
+    max_time_to_terminal_s: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def create_batch(stack: FaultStack, count: int, *, tag: str) -> list[str]:
+    client = stack.client()
+    ids = []
+    for index in range(count):
+        response = client.responses.create(model="echo", input=INPUT, background=True,
+                                           metadata={"echo_token_delay_ms": str(TOKEN_DELAY_MS),
+                                                     "trial": f"{tag}-{index}"})
+        ids.append(response.id)
+    return ids
+
+
+def expected_text(stack: FaultStack) -> str:
+    """What every completed trial response must say: a response run with no fault."""
+    client = stack.client()
+    response = client.responses.create(model="echo", input=INPUT)
+    assert response.status == "completed", response
+    return response.output_text
+
+
+def run_trial(stack: FaultStack, fault: str, inject: Callable[[FaultStack, list[str]], list[str]], *,
+              count: int, followed: int, expected: str, patience_s: float = 90.0) -> TrialResult:
+    """``count`` background responses, the first ``followed`` of them followed as streams;
+    ``inject`` breaks something once they run (it may create more responses, which it
+    returns) and puts the stack back. Then every response must end and check out."""
+    ids = create_batch(stack, count, tag=fault)
+    followers = [Follower(stack, response_id) for response_id in ids[:followed]]
+    threads = [threading.Thread(target=f.run, args=(patience_s,), daemon=True) for f in followers]
+    for thread in threads:
+        thread.start()
+    _wait_for_output(stack, ids)
+    fault_at = time.time()
+    ids += inject(stack, ids)
+    ended_at = _wait_for_terminal(stack, ids, deadline=time.monotonic() + patience_s)
+    for thread in threads:
+        thread.join(timeout=max(patience_s - (time.time() - fault_at), 1))
+    return check_trial(stack, fault, ids, followers, expected, fault_at, ended_at)
+
+
+def _wait_for_output(stack: FaultStack, ids: list[str], timeout: float = 30) -> None:
+    """Until at least one response has streamed output, so that the fault lands mid-run."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if stack.sql("SELECT 1 FROM responses_app_outputitem WHERE response_id = ANY(%s) LIMIT 1", ids):
+            return
+        time.sleep(0.05)
+    raise AssertionError("no response produced output before the fault")
+
+
+def _wait_for_terminal(stack: FaultStack, ids: list[str], deadline: float) -> dict[str, float]:
+    """Response id -> when it ended (its completed_at), for those that ended by the deadline."""
+    ended: dict[str, float] = {}
+    while time.monotonic() < deadline:
+        try:
+            rows = stack.sql("SELECT id, status, EXTRACT(EPOCH FROM completed_at) FROM responses_app_response "
+                             "WHERE id = ANY(%s)", ids)
+        except psycopg.OperationalError:  # the database is still coming back
+            time.sleep(0.5)
+            continue
+        ended = {row[0]: float(row[2]) for row in rows if row[1] in TERMINAL}
+        if len(ended) == len(ids):
+            break
+        time.sleep(0.25)
+    return ended
+
+
+def check_trial(stack: FaultStack, fault: str, ids: list[str], followers: list[Follower], expected: str,
+                fault_at: float, ended_at: dict[str, float]) -> TrialResult:
+    result = TrialResult(fault, responses=len(ids), ended=len(ended_at))
+    client = stack.client()
+    if ended_at:
+        result.max_time_to_terminal_s = max(max(ended_at.values()) - fault_at, 0.0)
+    for response_id in ids:
+        if response_id not in ended_at:
+            result.problems.append(f"{response_id} did not end")
+            continue
+        response = client.responses.retrieve(response_id)
+        if response.status == "completed":
+            result.completed += 1
+            if response.output_text != expected:
+                result.problems.append(f"{response_id} completed with other text: {response.output_text[:80]!r}")
+        elif response.status == "failed" and response.error is not None and response.error.message:
+            result.failed_with_error += 1
+        else:
+            result.problems.append(f"{response_id} ended {response.status} with error {response.error}")
+        _check_stored_events(stack, response_id, result)
+    for follower in followers:
+        _check_follower(stack, follower, result)
+    return result
+
+
+def _check_stored_events(stack: FaultStack, response_id: str, result: TrialResult) -> None:
+    """Dense sequence numbers 0..last, none twice, the last one terminal and matching the row."""
+    rows = stack.sql("SELECT sequence_number, type FROM responses_app_responseevent WHERE response_id = %s "
+                     "ORDER BY sequence_number", response_id)
+    numbers = [row[0] for row in rows]
+    last = stack.sql("SELECT last_sequence_number FROM responses_app_response WHERE id = %s", response_id)[0][0]
+    duplicated = len(numbers) - len(set(numbers))
+    missing = len(set(range(last + 1)) - set(numbers))
+    result.duplicated_events += duplicated
+    result.lost_events += missing
+    if duplicated or missing or numbers[-1:] != [last]:
+        result.problems.append(f"{response_id}: stored sequence numbers not dense 0..{last}")
+    if not rows or rows[-1][1] not in {f"response.{status}" for status in TERMINAL}:
+        result.problems.append(f"{response_id}: the last stored event is not terminal")
+
+
+def _check_follower(stack: FaultStack, follower: Follower, result: TrialResult) -> None:
+    """What the client received over its (resumed) streams is the stored stream, once each."""
+    if not follower.ended:
+        result.problems.append(f"{follower.response_id}: the stream never ended ({follower.error})")
+    numbers = [event["sequence_number"] for event in follower.received]
+    result.duplicated_events += len(numbers) - len(set(numbers))
+    replay = [event.model_dump(mode="json")
+              for event in stack.client().responses.retrieve(follower.response_id, stream=True)]
+    stored = [event["sequence_number"] for event in replay]
+    result.lost_events += len(set(stored) - set(numbers))
+    if follower.received != replay:
+        result.problems.append(f"{follower.response_id}: the streamed events differ from the stored ones "
+                               f"({len(follower.received)} received, {len(replay)} stored, "
+                               f"{follower.resumes} resumes)")
+
+
+# --- faults ------------------------------------------------------------------------------------------
+
+
+def restart_redis(stack: FaultStack, ids: list[str], down_s: float = 1.0) -> list[str]:
+    """Redis (broker and doorbell, no persistence) goes away and comes back empty; creates
+    sent while it is away must still succeed."""
+    stack.services("stop-redis")
+    created_while_down = create_batch(stack, 2, tag="redis-down")
+    time.sleep(max(down_s - 0.1, 0))
+    stack.services("start-redis")
+    return created_while_down
+
+
+def restart_postgres(stack: FaultStack, ids: list[str], down_s: float = 2.0) -> list[str]:
+    stack.services("stop-pg")
+    time.sleep(down_s)
+    stack.services("start-pg")
+    return []
+
+
+def kill_worker(stack: FaultStack, ids: list[str]) -> list[str]:
+    """SIGKILL mid-generation, then a new worker."""
+    stack.kill("worker", signal.SIGKILL)
+    stack.start("worker")
+    return []
+
+
+def kill_web(stack: FaultStack, ids: list[str]) -> list[str]:
+    """SIGKILL Daphne under its streams, then a new one; the followers resume."""
+    stack.kill("web", signal.SIGKILL)
+    stack.start("web")
+    return []
+
+
+def kill_one_of_two_workers(stack: FaultStack, ids: list[str]) -> list[str]:
+    """Two workers share the queue; one dies for good, the other must finish everything."""
+    stack.kill("worker", signal.SIGKILL)
+    return []
+
+
+FAULTS: dict[str, Callable[[FaultStack, list[str]], list[str]]] = {
+    "redis restart": restart_redis,
+    "worker SIGKILL": kill_worker,
+    "web SIGKILL": kill_web,
+    "postgres restart": restart_postgres,
+    "1 of 2 workers SIGKILL": kill_one_of_two_workers,
+}
+
+
+def prepare(stack: FaultStack, fault: str) -> None:
+    """The processes a fault's trial starts from."""
+    if fault == "1 of 2 workers SIGKILL":
+        stack.up(("web", "worker", "worker2", "beat"))
+    else:
+        stack.kill("worker2")
+        stack.up()
+
+
+def stack_serves(stack: FaultStack, timeout: float = 30) -> bool:
+    """A fresh response completes and /healthz answers ok (the broker and workers are back)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            healthy = httpx.get(f"http://127.0.0.1:{stack.port}/healthz", timeout=5).status_code == 200
+            if healthy and stack.client().responses.create(model="echo", input="still there?").status == "completed":
+                return True
+        except (openai.APIError, httpx.HTTPError):
+            pass
+        time.sleep(0.5)
+    return False
+
+
+def summary(results: list[TrialResult]) -> dict[str, object]:
+    return {
+        "trials": len(results),
+        "responses": sum(r.responses for r in results),
+        "ended": sum(r.ended for r in results),
+        "completed": sum(r.completed for r in results),
+        "failed with error": sum(r.failed_with_error for r in results),
+        "lost events": sum(r.lost_events for r in results),
+        "duplicated events": sum(r.duplicated_events for r in results),
+        "max time to terminal (s)": round(max((r.max_time_to_terminal_s for r in results), default=0.0), 1),
+    }
+
+
+def describe(result: TrialResult) -> str:
+    return json.dumps({"fault": result.fault, "problems": result.problems[:10]}, indent=1)
