@@ -154,8 +154,10 @@ lint: setup
 
 # --- clean -------------------------------------------------------------------------------------
 clean:
-	@if [ -f scripts/test-services.sh ]; then bash scripts/test-services.sh stop || true; fi
-	rm -rf .run/test .run/test.lock test-artifacts .ruff_cache .pytest_cache *.egg-info build
+	@if [ -f scripts/test-services.sh ]; then
+		for dir in .run/test .run/faults .run/fault-trials; do TEST_SERVICES_DIR=$$dir bash scripts/test-services.sh stop || true; done
+	fi
+	rm -rf .run/test .run/faults .run/fault-trials .run/test.lock test-artifacts .ruff_cache .pytest_cache *.egg-info build
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean

@@ -67,7 +67,7 @@ def _never_sent(now: datetime) -> list[Response]:
 
 def _resend_lost(models: list[str], queue: str, now: datetime) -> int:
     waiting = list(Response.objects.filter(status=ResponseStatus.QUEUED, model__in=models, enqueued_at__isnull=False)
-                   .order_by("-enqueued_at").only("id", "model", "enqueued_at")[:MAX_WAITING])
+                   .order_by("-enqueued_at", "-created_at").only("id", "model", "enqueued_at")[:MAX_WAITING])
     cutoff = now - timedelta(seconds=settings.RESPONSE_RESEND_AFTER_S)
     if not any(response.enqueued_at < cutoff for response in waiting):
         return 0

@@ -15,17 +15,16 @@ from __future__ import annotations
 import logging
 from collections import defaultdict
 from collections.abc import Iterator
-from urllib.parse import urlsplit
 
 import redis
 from django.conf import settings
 from django.db.models import Count
-from kombu.transport.redis import Channel as KombuRedisChannel
 from prometheus_client import CollectorRegistry
 from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
+from responses_app import broker
 from responses_app.models import Response, ResponseStatus
 from responses_app.observability import metrics
 
@@ -102,27 +101,11 @@ def sse_streams(client: redis.Redis, processes: list[str]) -> GaugeMetricFamily:
 
 
 def queue_depths() -> Iterator[Metric]:
-    """Messages waiting in each model's queue, as kombu's Redis transport lays them out: one
-    list per priority step, under an optional global key prefix."""
+    """Messages waiting in each model's queue."""
     gauge = GaugeMetricFamily("responses_queue_depth", "Tasks waiting in each model's Celery queue.",
                               labels=["model", "queue"])
-    url = settings.CELERY_BROKER_URL.split(";")[0]
-    if urlsplit(url).scheme not in ("redis", "rediss"):
-        raise ValueError(f"queue depth needs a Redis broker, not {urlsplit(url).scheme}")
-    options = settings.CELERY_BROKER_TRANSPORT_OPTIONS or {}
-    prefix = options.get("global_keyprefix", "")
-    separator = options.get("sep", KombuRedisChannel.sep)
-    steps = options.get("priority_steps", KombuRedisChannel.priority_steps)
-    models = sorted(settings.MODEL_REGISTRY.items())
-    with redis.Redis.from_url(url, socket_timeout=metrics.REDIS_TIMEOUT_S,
-                              socket_connect_timeout=metrics.REDIS_TIMEOUT_S) as client:
-        pipe = client.pipeline(transaction=False)
-        for _, entry in models:
-            for step in steps:
-                pipe.llen(f"{prefix}{entry['queue']}{separator}{step}" if step else f"{prefix}{entry['queue']}")
-        lengths = pipe.execute()
-    for index, (model, entry) in enumerate(models):
-        gauge.add_metric([model, entry["queue"]], sum(lengths[index * len(steps):(index + 1) * len(steps)]))
+    for model, entry in sorted(settings.MODEL_REGISTRY.items()):
+        gauge.add_metric([model, entry["queue"]], broker.queue_depth(entry["queue"]))
     yield gauge
 
 

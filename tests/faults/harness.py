@@ -214,11 +214,18 @@ def run_trial(stack: FaultStack, fault: str, inject: Callable[[FaultStack, list[
         thread.start()
     _wait_for_output(stack, ids)
     fault_at = time.time()
-    ids += inject(stack, ids)
+    fault_problems: list[str] = []
+    try:
+        ids += inject(stack, ids)
+    except AssertionError as error:  # the web side misbehaved during the fault
+        fault_problems.append(f"during the fault: {error}")
+        stack.up()
     ended_at = _wait_for_terminal(stack, ids, deadline=time.monotonic() + patience_s)
     for thread in threads:
         thread.join(timeout=max(patience_s - (time.time() - fault_at), 1))
-    return check_trial(stack, fault, ids, followers, expected, fault_at, ended_at)
+    result = check_trial(stack, fault, ids, followers, expected, fault_at, ended_at)
+    result.problems[:0] = fault_problems
+    return result
 
 
 def _wait_for_output(stack: FaultStack, ids: list[str], timeout: float = 30) -> None:
@@ -309,19 +316,38 @@ def _check_follower(stack: FaultStack, follower: Follower, result: TrialResult) 
 
 
 def restart_redis(stack: FaultStack, ids: list[str], down_s: float = 1.0) -> list[str]:
-    """Redis (broker and doorbell, no persistence) goes away and comes back empty; creates
-    sent while it is away must still succeed."""
+    """Redis (broker and doorbell, no persistence) goes away and comes back empty. While it
+    is away, creates succeed and /healthz answers 503 naming the broker."""
     stack.services("stop-redis")
-    created_while_down = create_batch(stack, 2, tag="redis-down")
-    time.sleep(max(down_s - 0.1, 0))
-    stack.services("start-redis")
+    try:
+        started = time.monotonic()
+        created_while_down = create_batch(stack, 2, tag="redis-down")
+        health = httpx.get(f"http://127.0.0.1:{stack.port}/healthz", timeout=10)
+        assert health.status_code == 503, f"/healthz answered {health.status_code} without Redis"
+        assert health.json()["checks"]["broker"]["ok"] is False, health.text
+        time.sleep(max(down_s - (time.monotonic() - started), 0))
+    finally:
+        stack.services("start-redis")
     return created_while_down
 
 
 def restart_postgres(stack: FaultStack, ids: list[str], down_s: float = 2.0) -> list[str]:
+    """PostgreSQL crashes (an immediate shutdown) and comes back. While it is down, a create
+    gets a prompt 503 in the OpenAI error shape."""
     stack.services("stop-pg")
-    time.sleep(down_s)
-    stack.services("start-pg")
+    try:
+        started = time.monotonic()
+        try:
+            stack.client().responses.create(model="echo", input="is anyone there?")
+            raise AssertionError("a create succeeded without a database")
+        except openai.APIStatusError as refused:
+            assert refused.status_code == 503, f"a create without a database answered {refused.status_code}"
+            assert refused.body["code"] == "database_unavailable", refused.body
+            assert refused.response.headers.get("retry-after"), "no Retry-After"
+        assert time.monotonic() - started < 10, "a create without a database took more than 10 s"
+        time.sleep(max(down_s - (time.monotonic() - started), 0))
+    finally:
+        stack.services("start-pg")
     return []
 
 
