@@ -22,13 +22,17 @@ WORKERS_CACHE_S = 5.0
 INSPECTION_WAIT_S = 2.0
 
 
-def queue_depth(queue: str) -> int:
-    """Messages waiting in ``queue`` (not those a worker has taken)."""
+def queue_depths(queues: list[str]) -> dict[str, int]:
+    """Messages waiting in each of ``queues`` (not those a worker has taken), over one connection."""
+    depths = {}
     with current_app.connection_for_read() as connection:
-        try:
-            return connection.default_channel.queue_declare(queue=queue, passive=True).message_count
-        except ChannelError:  # Redis removes an empty queue's list: the queue "does not exist"
-            return 0
+        channel = connection.default_channel
+        for queue in queues:
+            try:
+                depths[queue] = channel.queue_declare(queue=queue, passive=True).message_count
+            except ChannelError:  # Redis removes an empty queue's list: the queue "does not exist"
+                depths[queue] = 0
+    return depths
 
 
 @dataclass

@@ -72,7 +72,7 @@ def _resend_lost(models: list[str], queue: str, now: datetime) -> int:
     if not any(response.enqueued_at < cutoff for response in waiting):
         return 0
     try:
-        depth = broker.queue_depth(queue)
+        depth = broker.queue_depths([queue])[queue]
     except Exception as error:  # the broker is down: nothing can be sent anyway
         log.warning("redelivery: the depth of %s is unknown: %s", queue, error)
         return 0

@@ -104,8 +104,10 @@ def queue_depths() -> Iterator[Metric]:
     """Messages waiting in each model's queue."""
     gauge = GaugeMetricFamily("responses_queue_depth", "Tasks waiting in each model's Celery queue.",
                               labels=["model", "queue"])
-    for model, entry in sorted(settings.MODEL_REGISTRY.items()):
-        gauge.add_metric([model, entry["queue"]], broker.queue_depth(entry["queue"]))
+    models = sorted(settings.MODEL_REGISTRY.items())
+    depths = broker.queue_depths([entry["queue"] for _, entry in models])
+    for model, entry in models:
+        gauge.add_metric([model, entry["queue"]], depths[entry["queue"]])
     yield gauge
 
 
