@@ -150,6 +150,11 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": env_float("REDELIVERY_INTERVAL_S", 5.0),
         "options": {"expires": env_float("REDELIVERY_INTERVAL_S", 5.0)},
     },
+    "pack-event-logs": {
+        "task": "responses_app.tasks.pack_event_logs",
+        "schedule": env_float("PACK_INTERVAL_S", 60.0),
+        "options": {"expires": env_float("PACK_INTERVAL_S", 60.0)},
+    },
     "purge-unstored-responses": {
         "task": "responses_app.tasks.purge_unstored_responses",
         "schedule": env_float("PURGE_INTERVAL_S", 30.0),
@@ -176,6 +181,14 @@ RESPONSE_MAX_ATTEMPTS = int(os.environ.get("RESPONSE_MAX_ATTEMPTS", "3"))
 # Events are committed at most this long after they are produced.
 EVENT_FLUSH_INTERVAL_S = env_float("EVENT_FLUSH_INTERVAL_S", 0.05)
 SSE_KEEPALIVE_S = env_float("SSE_KEEPALIVE_S", 15.0)
+# Database threads of one web process (responses_app/asyncdb.py): for requests' own work
+# (creates, retrieves) and, apart, for the reads of the streams that follow responses.
+WEB_REQUEST_DB_THREADS = int(env_float("WEB_REQUEST_DB_THREADS", 8))
+WEB_STREAM_DB_THREADS = int(env_float("WEB_STREAM_DB_THREADS", 8))
+# When a response ends, its event rows are packed into one compressed block (stream/event_log.py).
+EVENT_LOG_PACKING = env_bool("EVENT_LOG_PACKING", True)
+# Decompressed packed logs each web process keeps for replays.
+PACKED_LOG_CACHE_BYTES = int(env_float("PACKED_LOG_CACHE_MB", 64) * 2**20)
 # Rows of store=false responses are deleted this long after the response ends.
 UNSTORED_RETENTION_S = env_float("UNSTORED_RETENTION_S", 60.0)
 ECHO_TOKEN_DELAY_MS = env_float("ECHO_TOKEN_DELAY_MS", 0.0)

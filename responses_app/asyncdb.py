@@ -2,23 +2,32 @@
 
 asgiref's default runs every sync call of every request on one shared thread, which
 serializes all creates and stream reads of a web process behind each other. These calls
-are independent, so they run in a pool of threads, each with its own connection.
+are independent, so they run in pools of threads, each thread with its own connection:
+``db`` for the work of a request (authentication, a create, a retrieve) and
+``stream_db`` for the reads of the streams that follow responses. A burst of creates
+arriving while many responses stream would otherwise wait behind the streams' reads
+for a thread, where its first event waits too.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
-from asgiref.sync import sync_to_async
+from asgiref.sync import SyncToAsync
+from django.conf import settings
 from django.db import close_old_connections
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
+_request_threads = ThreadPoolExecutor(settings.WEB_REQUEST_DB_THREADS, thread_name_prefix="db-request")
+_stream_threads = ThreadPoolExecutor(settings.WEB_STREAM_DB_THREADS, thread_name_prefix="db-stream")
 
-def db(function: Callable[P, T]) -> Callable[P, Awaitable[T]]:
+
+def _in_pool(function: Callable[P, T], executor: ThreadPoolExecutor) -> Callable[P, Awaitable[T]]:
     @functools.wraps(function)
     def in_pool_thread(*args: P.args, **kwargs: P.kwargs) -> T:
         # Pool threads outlive requests: drop a connection that broke (a database
@@ -26,4 +35,14 @@ def db(function: Callable[P, T]) -> Callable[P, Awaitable[T]]:
         close_old_connections()
         return function(*args, **kwargs)
 
-    return sync_to_async(in_pool_thread, thread_sensitive=False)
+    return SyncToAsync(in_pool_thread, thread_sensitive=False, executor=executor)
+
+
+def db(function: Callable[P, T]) -> Callable[P, Awaitable[T]]:
+    """``function`` as a coroutine run in a request thread."""
+    return _in_pool(function, _request_threads)
+
+
+def stream_db(function: Callable[P, T]) -> Callable[P, Awaitable[T]]:
+    """``function`` as a coroutine run in a stream-reading thread."""
+    return _in_pool(function, _stream_threads)

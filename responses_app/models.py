@@ -6,6 +6,9 @@ The worker that holds a response's lease is the only writer of its items and eve
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from django.db import models
 
 from responses_app.ids import new_id
@@ -139,13 +142,15 @@ class OutputItem(models.Model):
 
 
 class ResponseEvent(models.Model):
-    """One stream event exactly as sent on the wire (``data`` is the JSON payload)."""
+    """One stream event exactly as sent on the wire: ``data`` is its JSON text, byte for
+    byte the SSE ``data:`` line (text, not JSON: PostgreSQL's jsonb would reorder the keys,
+    and a replay must be the bytes that the live stream sent)."""
 
     id = models.BigAutoField(primary_key=True)
     response = models.ForeignKey(Response, on_delete=models.CASCADE, related_name="events")
     sequence_number = models.IntegerField()
     type = models.CharField(max_length=64)
-    data = models.JSONField()
+    data = models.TextField()
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -153,6 +158,24 @@ class ResponseEvent(models.Model):
             models.UniqueConstraint(fields=["response", "sequence_number"], name="event_sequence_unique"),
         ]
         ordering = ["sequence_number"]
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        return json.loads(self.data)
+
+
+class EventLog(models.Model):
+    """A finished response's events packed into one block (stream/event_log.py): its SSE
+    frames, concatenated and zstd-compressed, and the byte length of each frame, so that
+    a replay can start after any sequence number. Its rows in ResponseEvent are gone."""
+
+    response = models.OneToOneField(Response, primary_key=True, on_delete=models.CASCADE, related_name="event_log")
+    event_count = models.PositiveIntegerField()
+    raw_bytes = models.PositiveBigIntegerField(help_text="The frames' size before compression.")
+    frames = models.BinaryField()
+    # uint32 little-endian per frame, zstd-compressed.
+    frame_lengths = models.BinaryField()
+    created_at = models.DateTimeField(auto_now_add=True)
 
 
 class TenantDailyUsage(models.Model):

@@ -30,8 +30,10 @@ from responses_app.services import try_enqueue
 from responses_app.stream.store import end_response
 
 log = logging.getLogger(__name__)
-# A response created this long ago whose on_commit enqueue has not marked it yet is
-# enqueued by the sweep (the broker was unavailable, or the process died in between).
+# A response created this long ago that is not marked enqueued (its create's send failed
+# and cleared the mark, or the reaper re-queued it and could not send) is enqueued by
+# the sweep. A create marks its row enqueued in its own transaction, so one whose process
+# died between the commit and the send looks sent: the queue-depth check below finds it.
 ENQUEUE_GRACE_S = 2.0
 # The sweep looks at this many waiting responses per model at most (the newest first).
 MAX_WAITING = 10_000

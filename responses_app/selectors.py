@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from responses_app.errors import InvalidRequest, NotFound
-from responses_app.models import InputItem, OutputItem, Response, ResponseEvent, Tenant
+from responses_app.models import InputItem, OutputItem, Response, Tenant
 from responses_app.wire_objects import item_object, response_object
 
 
@@ -49,12 +49,6 @@ def input_items_page(response: Response, *, after: str | None, limit: int, order
         "last_id": data[-1]["id"] if data else None,
         "has_more": len(page) > limit,
     }
-
-
-def events_after(response_id: str, after: int, limit: int = 500) -> list[dict[str, Any]]:
-    """Committed events with sequence_number > after, in order."""
-    rows = ResponseEvent.objects.filter(response_id=response_id, sequence_number__gt=after)
-    return list(rows.order_by("sequence_number").values_list("data", flat=True)[:limit])
 
 
 def response_by_id(response_id: str) -> Response | None:

@@ -9,6 +9,7 @@ one transaction).
 from __future__ import annotations
 
 import logging
+import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
@@ -52,7 +53,10 @@ class CreateRequest:
 def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     """Admit a validated request under the tenant's limits, store it as a queued response
     with its input items and its response.created event, and enqueue it once the
-    transaction commits. Raises InvalidRequest, NotFound or RateLimited, writing nothing."""
+    transaction commits. Raises InvalidRequest, NotFound or RateLimited, writing nothing.
+
+    The response returned carries ``created_event``: the response.created event it stored
+    (sequence 0), which a streaming create sends without reading it back."""
     params = quotas.apply_output_token_limit(tenant, request.params)
     previous = _previous_response(tenant, request.previous_response_id)
     chain = previous_chain(tenant.pk, previous.pk) if previous else []
@@ -68,6 +72,11 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
             request=params,
             previous_response_id=previous.id if previous else None,
             last_sequence_number=0,
+            # Marked enqueued in this transaction: the send after the commit then writes
+            # nothing more, unless it fails (a create is one write, which matters where
+            # writers queue for one lock: SQLite).
+            task_id=str(uuid.uuid4()),
+            enqueued_at=timezone.now(),
         )
         InputItem.objects.bulk_create(
             InputItem(response=response, position=position, item_id=item["id"], data=item)
@@ -77,32 +86,50 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
         builder.lifecycle("response.created", status=ResponseStatus.QUEUED)
         events, _ = builder.drain()
         insert_events(response, events)
-        transaction.on_commit(lambda: try_enqueue(response))
+        transaction.on_commit(lambda: _send_created(response))
+    response.created_event = events[0]
     return response
 
 
-def enqueue(response: Response) -> None:
+def send(response: Response, task_id: str) -> None:
+    """Publish the response's task to its model's queue."""
     # By name: the task module imports the worker, which writes through this module.
     queue = settings.MODEL_REGISTRY[response.model]["queue"]
-    result = current_app.send_task(RUN_RESPONSE_TASK, args=[response.pk], queue=queue)
-    now = timezone.now()
-    Response.objects.filter(pk=response.pk).update(task_id=result.id, enqueued_at=now)
-    response.task_id, response.enqueued_at = result.id, now
+    current_app.send_task(RUN_RESPONSE_TASK, args=[response.pk], queue=queue, task_id=task_id)
 
 
-def try_enqueue(response: Response) -> bool:
-    """Enqueue, or leave the response for the redelivery sweep to send (a broker outage:
-    after one failed send, this process does not try again for BROKER_COOLDOWN_S)."""
+def _try_send(response: Response, task_id: str) -> bool:
+    """Send, or leave the response for the redelivery sweep (a broker outage: after one
+    failed send, this process does not try again for BROKER_COOLDOWN_S)."""
     if _broker_cooldown.active:
         return False
     try:
-        enqueue(response)
+        send(response, task_id)
     except Exception as error:
         _broker_cooldown.failed()
         log.warning("could not enqueue %s (%s: %s); the redelivery sweep will send it", response.pk,
                     type(error).__name__, error)
         return False
     _broker_cooldown.succeeded()
+    return True
+
+
+def _send_created(response: Response) -> None:
+    """The create's send; its row already says enqueued, so only a failed send writes
+    (enqueued_at cleared: the redelivery sweep sends a never-sent response)."""
+    if not _try_send(response, response.task_id):
+        Response.objects.filter(pk=response.pk, task_id=response.task_id).update(enqueued_at=None)
+        response.enqueued_at = None
+
+
+def try_enqueue(response: Response) -> bool:
+    """Send the response's task and mark it enqueued, or leave it for the redelivery sweep."""
+    task_id = str(uuid.uuid4())
+    if not _try_send(response, task_id):
+        return False
+    now = timezone.now()
+    Response.objects.filter(pk=response.pk).update(task_id=task_id, enqueued_at=now)
+    response.task_id, response.enqueued_at = task_id, now
     return True
 
 

@@ -6,6 +6,7 @@ from celery import shared_task
 
 from responses_app import redelivery, services
 from responses_app.engines import control, startup  # noqa: F401  (an inspect command; engine start at worker init)
+from responses_app.stream import event_log
 from responses_app.worker import run as worker
 
 
@@ -28,3 +29,8 @@ def redeliver_unclaimed() -> dict[str, int]:
 @shared_task(name="responses_app.tasks.purge_unstored_responses")
 def purge_unstored_responses() -> int:
     return services.purge_unstored_responses()
+
+
+@shared_task(name="responses_app.tasks.pack_event_logs")
+def pack_event_logs() -> int:
+    return event_log.pack_unpacked()

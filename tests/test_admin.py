@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -27,7 +29,7 @@ def big_response() -> Response:
     OutputItem.objects.create(response=response, output_index=0, item_id="msg_1", item_type="message",
                               status="completed", data={"id": "msg_1", "type": "message", "text": "hello there"})
     ResponseEvent.objects.bulk_create(
-        ResponseEvent(response=response, sequence_number=n, type="response.output_text.delta", data={"n": n})
+        ResponseEvent(response=response, sequence_number=n, type="response.output_text.delta", data=f'{{"n":{n}}}')
         for n in range(250)
     )
     return response
@@ -64,3 +66,29 @@ def test_the_cancel_action_cancels_a_queued_background_response(staff_client):
     assert response.status == "cancelled"
     assert list(response.events.values_list("sequence_number", "type")) == [
         (0, "response.created"), (1, "response.incomplete")]
+
+
+def test_the_event_timeline_pages_a_packed_log_as_it_paged_its_rows(staff_client):
+    from responses_app.stream import event_log
+
+    key, _ = create_api_key("erin")
+    response = Response.objects.create(tenant=key.tenant, model="echo", status=ResponseStatus.COMPLETED,
+                                       background=True, last_sequence_number=149)
+    ResponseEvent.objects.bulk_create(
+        ResponseEvent(response=response, sequence_number=n, type="response.output_text.delta",
+                      data=json.dumps({"type": "response.output_text.delta", "sequence_number": n,
+                                       "delta": f"part {n}"}))
+        for n in range(150)
+    )
+    pages = [{"events_after": "-1"}, {"events_after": "99"}, {"events_after": "149"}]
+    url = f"/admin/responses_app/response/{response.id}/change/"
+    as_rows = [staff_client.get(url, page) for page in pages]
+
+    assert event_log.pack(response.pk) and not ResponseEvent.objects.filter(response=response).exists()
+    as_packed = [staff_client.get(url, page) for page in pages]
+    for rows, packed in zip(as_rows, as_packed, strict=True):
+        assert packed.status_code == 200
+        assert [packed.context[name] for name in ("events", "events_next", "events_previous")] == [
+            rows.context[name] for name in ("events", "events_next", "events_previous")]
+    html = as_packed[1].content.decode()
+    assert "<td>100</td>" in html and "part 149" in html and "<td>99</td>" not in html

@@ -105,10 +105,10 @@ def test_a_purged_queue_is_filled_again_but_not_before_its_responses_waited_long
 
 def test_a_response_whose_send_failed_is_sent_by_the_sweep_after_the_grace(
         tenant, queue, monkeypatch, django_capture_on_commit_callbacks):
-    def broker_down(response: Response) -> None:
+    def broker_down(response: Response, task_id: str) -> None:
         raise ConnectionError("Error 111 connecting to the broker. Connection refused.")
 
-    monkeypatch.setattr(services, "enqueue", broker_down)
+    monkeypatch.setattr(services, "send", broker_down)
     with django_capture_on_commit_callbacks(execute=True):
         unsent = create(tenant)  # the create itself succeeds
     unsent.refresh_from_db()
@@ -125,11 +125,11 @@ def test_a_response_whose_send_failed_is_sent_by_the_sweep_after_the_grace(
 def test_after_a_failed_send_the_process_leaves_the_broker_alone_for_the_cooldown(tenant, monkeypatch):
     sends: list[str] = []
 
-    def broker_down(response: Response) -> None:
+    def broker_down(response: Response, task_id: str) -> None:
         sends.append(response.pk)
         raise ConnectionError("Connection refused.")
 
-    monkeypatch.setattr(services, "enqueue", broker_down)
+    monkeypatch.setattr(services, "send", broker_down)
     response = Response.objects.create(tenant=tenant, model="echo")
     assert services.try_enqueue(response) is False
     assert services.try_enqueue(response) is False

@@ -104,7 +104,7 @@ def test_create_writes_the_queued_response_its_input_items_and_one_created_event
     assert [(item.position, item.data["content"][0]["text"]) for item in inputs] == [(0, "first"), (1, "second")]
     assert all(item.item_id == item.data["id"] for item in inputs)
     assert events_of(response) == [(0, "response.created")]
-    created = ResponseEvent.objects.get(response=response).data
+    created = ResponseEvent.objects.get(response=response).payload
     assert (created["response"]["id"], created["response"]["status"]) == (response.pk, "queued")
     assert len(callbacks) == 1  # the enqueue, once the transaction commits
 
@@ -246,7 +246,7 @@ def test_cancelling_a_queued_response_ends_it_at_once_with_a_cancelled_terminal_
     assert cancelled.cancel_requested and cancelled.completed_at is not None
     assert cancelled.last_sequence_number == 1
     assert events_of(cancelled) == [(0, "response.created"), (1, "response.incomplete")]
-    terminal = ResponseEvent.objects.get(response=cancelled, sequence_number=1).data
+    terminal = ResponseEvent.objects.get(response=cancelled, sequence_number=1).payload
     assert terminal["response"]["status"] == "cancelled"
     assert claim(queued.pk, "worker-a") is None
 
@@ -376,7 +376,7 @@ def test_the_reaper_fails_a_lost_response_with_output_and_closes_its_open_item(q
     assert [n for n, _ in events_of(running)] == list(range(9))
     item = OutputItem.objects.get(response=running)
     assert (item.status, item.data["status"]) == ("incomplete", "incomplete")
-    failed = ResponseEvent.objects.get(response=running, sequence_number=8).data["response"]
+    failed = ResponseEvent.objects.get(response=running, sequence_number=8).payload["response"]
     assert failed["status"] == "failed" and failed["error"] == running.error
     assert failed["output"] == [item.data]
     # The lost worker, should it wake up, can write nothing more.
@@ -417,7 +417,7 @@ def test_the_reaper_ends_a_lost_response_with_cancel_requested_as_cancelled(queu
     running.refresh_from_db()
     assert running.status == ResponseStatus.CANCELLED and running.error is None
     terminal = ResponseEvent.objects.get(response=running, sequence_number=running.last_sequence_number)
-    assert (terminal.type, terminal.data["response"]["status"]) == ("response.incomplete", "cancelled")
+    assert (terminal.type, terminal.payload["response"]["status"]) == ("response.incomplete", "cancelled")
 
 
 def test_a_requeued_response_is_completed_by_the_next_worker_with_dense_sequence_numbers(queued):
@@ -520,7 +520,7 @@ def test_one_query_polls_the_cancel_flags_of_all_watched_responses(tenant, djang
 
 
 def assert_completed_consistently(response: Response) -> dict[str, Any]:
-    events = [event.data for event in ResponseEvent.objects.filter(response=response).order_by("sequence_number")]
+    events = [event.payload for event in ResponseEvent.objects.filter(response=response).order_by("sequence_number")]
     assert [e["sequence_number"] for e in events] == list(range(len(events)))
     assert [e["type"] for e in events[:2]] == ["response.created", "response.in_progress"]
     assert events[-1]["type"] == "response.completed"

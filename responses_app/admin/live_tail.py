@@ -13,7 +13,7 @@ from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadReque
 
 from responses_app import selectors
 from responses_app.asyncdb import db
-from responses_app.stream.reader import follow_events
+from responses_app.stream.reader import follow_frames
 from responses_app.stream.sse import sse_response
 
 # The admin's own rule: a change permission implies the view permission.
@@ -36,4 +36,4 @@ async def response_events(request: HttpRequest, object_id: str) -> HttpResponse:
     response_id = unquote(object_id)  # the admin quotes ids in its URLs
     if await db(selectors.stream_state)(response_id) is None:
         raise Http404("No such response.")
-    return sse_response(follow_events(response_id, after))
+    return sse_response(follow_frames(response_id, after))

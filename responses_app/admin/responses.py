@@ -29,7 +29,8 @@ from django.utils.html import format_html, format_html_join
 from responses_app import services
 from responses_app.admin import display, live_tail
 from responses_app.errors import APIError
-from responses_app.models import InputItem, OutputItem, Response, ResponseEvent
+from responses_app.models import InputItem, OutputItem, Response
+from responses_app.stream import event_log
 from responses_app.stream.builder import TERMINAL_EVENT_TYPES
 
 EVENTS_PER_PAGE = 100
@@ -209,10 +210,8 @@ class ResponseAdmin(admin.ModelAdmin):
             after = max(int(request.GET.get("events_after", -1)), -1)
         except ValueError:
             after = -1
-        rows = ResponseEvent.objects.filter(response_id=response.pk, sequence_number__gt=after)
         events = [{"sequence_number": seq, "type": kind, "json": display.compact_json(data)}
-                  for seq, kind, data in rows.order_by("sequence_number")
-                  .values_list("sequence_number", "type", "data")[:EVENTS_PER_PAGE]]
+                  for seq, kind, data in event_log.events(response.pk, after, EVENTS_PER_PAGE)]
         last_shown = events[-1]["sequence_number"] if events else after
         return {
             "events": events,

@@ -19,8 +19,9 @@ from responses_app.api.validation.create import parse_create_request
 from responses_app.asyncdb import db
 from responses_app.errors import InvalidRequest, NotFound
 from responses_app.models import Response
-from responses_app.stream.reader import ResponseGone, follow_events, wait_until_finished
-from responses_app.stream.sse import sse_response
+from responses_app.stream.event_log import Frames
+from responses_app.stream.reader import ResponseGone, follow_frames, wait_until_finished
+from responses_app.stream.sse import sse_frame, sse_response
 from responses_app.wire_objects import model_object
 
 CANCEL_WAIT_S = 5.0
@@ -38,7 +39,8 @@ class ResponsesView(ApiView):
         if create_request.stream:
             # A foreground stream's client is its only reader: when it hangs up, stop the work.
             on_disconnect = None if response.background else functools.partial(services.cancel_by_id, response.pk)
-            return sse_response(follow_events(response.pk, -1, on_disconnect=on_disconnect))
+            created = Frames(sse_frame(response.created_event), last_sequence_number=0, ends=False)
+            return sse_response(follow_frames(response.pk, -1, on_disconnect=on_disconnect, committed=created))
         if response.background:
             return JsonResponse(await db(selectors.render_response)(response))
         try:
@@ -70,7 +72,7 @@ class ResponseView(ApiView):
                 "finished response.",
                 param="starting_after",
             )
-        return sse_response(follow_events(response.pk, cursor))
+        return sse_response(follow_frames(response.pk, cursor))
 
     @openapi.DELETE
     async def delete(self, request: Request, response_id: str) -> HttpResponseBase:

@@ -18,17 +18,15 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
-from typing import Any
 
 from django.conf import settings
 
 from responses_app import selectors
-from responses_app.asyncdb import db
+from responses_app.asyncdb import db, stream_db
 from responses_app.db_outage import DATABASE_DOWN, RETRY_INTERVAL_S
 from responses_app.models import TERMINAL_STATUSES, Response
 from responses_app.observability import recorder
-from responses_app.stream import doorbell
-from responses_app.stream.builder import TERMINAL_EVENT_TYPES
+from responses_app.stream import doorbell, event_log
 
 # Every commit rings the doorbell, so a subscribed reader reads the database when told to,
 # and only every SAFETY_POLL_S in case a message was lost. Idle streams cost almost nothing.
@@ -42,13 +40,16 @@ class ResponseGone(Exception):
     """The response was deleted while someone waited for it."""
 
 
-async def follow_events(
-    response_id: str, starting_after: int, on_disconnect: Callable[[], None] | None = None
-) -> AsyncIterator[dict[str, Any] | None]:
-    """Events with sequence_number > starting_after, live until the terminal event (or
-    the response's deletion). ``None`` stands for "nothing for SSE_KEEPALIVE_S": the
-    transport sends its keep-alive. ``on_disconnect`` runs (in a database thread) when
-    the consumer goes away before the end."""
+async def follow_frames(
+    response_id: str, starting_after: int, on_disconnect: Callable[[], None] | None = None,
+    committed: event_log.Frames | None = None,
+) -> AsyncIterator[bytes | None]:
+    """The SSE frames of the events with sequence_number > starting_after, live until the
+    terminal event (or the response's deletion), several at a time where several were
+    committed together. ``None`` stands for "nothing for SSE_KEEPALIVE_S": the transport
+    sends its keep-alive. ``on_disconnect`` runs (in a database thread) when the consumer
+    goes away before the end. ``committed``: the frames right after ``starting_after``,
+    known to be committed (a create's response.created), sent before the first read."""
     cursor = starting_after
     finished = False
     recorder.sse_stream_opened()
@@ -56,10 +57,13 @@ async def follow_events(
         async with doorbell.listening(response_id) as listener:
             last_sent = time.monotonic()
             outage_since: float | None = None
+            if committed is not None:
+                yield committed.data
+                cursor = committed.last_sequence_number
             while True:
                 try:
-                    events = await db(selectors.events_after)(response_id, cursor)
-                    state = None if events else await db(selectors.stream_state)(response_id)
+                    frames = await stream_db(event_log.frames_after)(response_id, cursor)
+                    state = None if frames.data else await stream_db(selectors.stream_state)(response_id)
                 except DATABASE_DOWN:
                     outage_since = outage_since or time.monotonic()
                     if time.monotonic() - outage_since > DATABASE_PATIENCE_S:
@@ -70,14 +74,13 @@ async def follow_events(
                         last_sent = time.monotonic()
                     continue
                 outage_since = None
-                for event in events:
-                    yield event
-                    cursor = event["sequence_number"]
+                if frames.data:
+                    yield frames.data
+                    cursor = frames.last_sequence_number
                     last_sent = time.monotonic()
-                    if event["type"] in TERMINAL_EVENT_TYPES:
+                    if frames.ends:
                         finished = True
                         return
-                if events:
                     continue
                 if state is None or (state[0] in TERMINAL_STATUSES and cursor >= state[1]):
                     finished = True  # deleted, or nothing after the cursor will ever come

@@ -23,8 +23,9 @@ from responses_app.daily_usage import add_to_daily_usage
 from responses_app.models import TERMINAL_STATUSES, OutputItem, Response, ResponseEvent
 from responses_app.observability import recorder
 from responses_app.selectors import output_items
-from responses_app.stream import doorbell
+from responses_app.stream import doorbell, event_log
 from responses_app.stream.builder import EventBuilder
+from responses_app.stream.sse import event_json
 
 # The row's fields that end_response writes.
 TERMINAL_FIELDS = ("status", "error", "incomplete_details", "usage", "completed_at", "last_sequence_number",
@@ -119,12 +120,13 @@ def end_response(
         response.save(update_fields=TERMINAL_FIELDS)
         _write(response, events, items)
         add_to_daily_usage(response.tenant_id, usage)
+        event_log.pack_after_commit(response.pk)
     return True
 
 
 def insert_events(response: Response, events: list[dict[str, Any]]) -> None:
     ResponseEvent.objects.bulk_create(
-        ResponseEvent(response=response, sequence_number=e["sequence_number"], type=e["type"], data=e)
+        ResponseEvent(response=response, sequence_number=e["sequence_number"], type=e["type"], data=event_json(e))
         for e in events
     )
 

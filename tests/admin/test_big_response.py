@@ -27,7 +27,7 @@ def huge_response(tenant) -> Response:
                                                         "content": [{"type": "output_text", "text": "done"}]})
     ResponseEvent.objects.bulk_create(
         (ResponseEvent(response=response, sequence_number=n, type="response.output_text.delta",
-                       data={"type": "response.output_text.delta", "sequence_number": n, "delta": "x"})
+                       data=f'{{"type":"response.output_text.delta","sequence_number":{n},"delta":"x"}}')
          for n in range(EVENTS)),
         batch_size=5000,
     )

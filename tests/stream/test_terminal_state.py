@@ -45,7 +45,7 @@ def tenant() -> Tenant:
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch) -> None:
     """Responses are run here by calling the task code; nothing goes to the broker."""
-    monkeypatch.setattr(services, "enqueue", lambda response: None)
+    monkeypatch.setattr(services, "send", lambda response, task_id: None)
 
 
 def create(tenant: Tenant, **body: Any) -> Response:
@@ -60,7 +60,7 @@ def assert_terminal_event_equals_get(response_id: str, status: str) -> dict[str,
     terminal = events[-1]
     assert terminal.type == TERMINAL_EVENT[status]
     assert [event.type for event in events].count(terminal.type) == 1
-    announced = terminal.data["response"]
+    announced = terminal.payload["response"]
     assert announced == selectors.render_response(row)
     assert (row.status, announced["status"]) == (status, status)
     assert row.completed_at is not None and announced["completed_at"] == int(row.completed_at.timestamp())

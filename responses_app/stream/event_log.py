@@ -1,0 +1,237 @@
+"""A response's event log, in either of its two forms: one row per event while the
+response runs, one packed block once it has ended.
+
+Packing (``pack``) runs when a response ends: its events, framed exactly as SSE sends
+them, are compressed into one EventLog row with the end offset of every frame, and the
+per-event rows are deleted in the same transaction. Nothing writes a response's events
+after its terminal transaction, and the row lock keeps a delete out, so the block is the
+whole log, forever.
+
+Readers (``frames_after``) read the rows first and the block only when the rows return
+nothing: each is one statement with a snapshot of its own, so a reader that passes the
+switch sees the rows before it or the block after it, and its cursor (a sequence number)
+picks up in either form at the same event. Replays are therefore byte-identical before
+and after packing, for every starting point.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from array import array
+from collections import OrderedDict
+from dataclasses import dataclass
+from threading import Lock
+from typing import Any
+
+import zstandard
+from django.conf import settings
+from django.db import transaction
+
+from responses_app.models import TERMINAL_STATUSES, EventLog, Response, ResponseEvent
+from responses_app.stream.builder import TERMINAL_EVENT_TYPES
+from responses_app.stream.sse import frame
+
+log = logging.getLogger(__name__)
+# Rows read per query while a response runs (a replay of a packed log has no such limit).
+ROWS_PER_READ = 500
+# A packed log is cut into writes of about this size, so that a long replay starts at once.
+REPLAY_CHUNK_BYTES = 256 * 1024
+ZSTD_LEVEL = 9
+
+
+@dataclass(frozen=True)
+class Frames:
+    """Whole SSE frames after a cursor. ``data`` is empty when there is nothing (yet)."""
+
+    data: bytes
+    last_sequence_number: int  # of the last frame in data (the cursor when data is empty)
+    ends: bool  # data holds the terminal event
+
+
+# --- reading ----------------------------------------------------------------------------------
+
+
+def frames_after(response_id: str, after: int, max_bytes: int = REPLAY_CHUNK_BYTES) -> Frames:
+    """The frames of the events with sequence_number > ``after``: up to ROWS_PER_READ rows,
+    or about ``max_bytes`` of a packed log (always at least one frame)."""
+    rows = list(ResponseEvent.objects.filter(response_id=response_id, sequence_number__gt=after)
+                .order_by("sequence_number").values_list("sequence_number", "type", "data")[:ROWS_PER_READ])
+    if rows:
+        return Frames(b"".join(frame(kind, data) for _, kind, data in rows), rows[-1][0],
+                      rows[-1][1] in TERMINAL_EVENT_TYPES)
+    packed = packed_log(response_id)
+    if packed is None or after >= packed.last_sequence_number:
+        return Frames(b"", after, False)
+    last = packed.last_within(after, max_bytes)
+    return Frames(packed.slice(after, last), last, last == packed.last_sequence_number)
+
+
+def events(response_id: str, after: int = -1, limit: int | None = None) -> list[tuple[int, str, dict[str, Any]]]:
+    """(sequence_number, type, payload) of the events after ``after``, in order, from
+    either form: for the admin's timeline and for tests."""
+    rows = ResponseEvent.objects.filter(response_id=response_id, sequence_number__gt=after).order_by(
+        "sequence_number").values_list("sequence_number", "type", "data")
+    found = list(rows[:limit] if limit is not None else rows)
+    if found:
+        return [(number, kind, json.loads(data)) for number, kind, data in found]
+    packed = packed_log(response_id)
+    if packed is None or after >= packed.last_sequence_number:
+        return []
+    last = packed.last_sequence_number if limit is None else min(after + limit, packed.last_sequence_number)
+    return [(after + 1 + n, *parse_frame(one)) for n, one in enumerate(packed.frames(after, last))]
+
+
+def parse_frame(frame: bytes) -> tuple[str, dict[str, Any]]:
+    """(type, payload) of one SSE frame (``event: <type>\ndata: <json>\n\n``)."""
+    head, _, data = frame.partition(b"\ndata: ")
+    return head.removeprefix(b"event: ").decode(), json.loads(data)
+
+
+class PackedLog:
+    """A decompressed block: all frames and where each ends."""
+
+    def __init__(self, frames: bytes, ends: array) -> None:
+        self.data = frames
+        self.ends = ends
+
+    @property
+    def last_sequence_number(self) -> int:
+        return len(self.ends) - 1
+
+    def start_of(self, sequence_number: int) -> int:
+        return 0 if sequence_number == 0 else self.ends[sequence_number - 1]
+
+    def slice(self, after: int, last: int) -> bytes:
+        """The frames of after+1 .. last."""
+        return self.data[self.start_of(after + 1):self.ends[last]]
+
+    def last_within(self, after: int, max_bytes: int) -> int:
+        """The last sequence number whose frames after ``after`` fit in ``max_bytes`` (at least one)."""
+        start = self.start_of(after + 1)
+        last = after + 1
+        while last < self.last_sequence_number and self.ends[last + 1] - start <= max_bytes:
+            last += 1
+        return last
+
+    def frames(self, after: int, last: int) -> list[bytes]:
+        return [self.data[self.start_of(n):self.ends[n]] for n in range(after + 1, last + 1)]
+
+
+class _Cache:
+    """Recently read packed logs of this process, decompressed (they never change), up to
+    PACKED_LOG_CACHE_BYTES: a replay reads its block once, not once per chunk."""
+
+    def __init__(self) -> None:
+        self._logs: OrderedDict[str, PackedLog] = OrderedDict()
+        self._bytes = 0
+        self._lock = Lock()
+
+    def get(self, response_id: str) -> PackedLog | None:
+        with self._lock:
+            found = self._logs.get(response_id)
+            if found is not None:
+                self._logs.move_to_end(response_id)
+            return found
+
+    def put(self, response_id: str, packed: PackedLog) -> None:
+        with self._lock:
+            if response_id in self._logs:
+                return
+            self._logs[response_id] = packed
+            self._bytes += len(packed.data)
+            while self._bytes > settings.PACKED_LOG_CACHE_BYTES and len(self._logs) > 1:
+                _, dropped = self._logs.popitem(last=False)
+                self._bytes -= len(dropped.data)
+
+
+_cache = _Cache()
+
+
+def packed_log(response_id: str) -> PackedLog | None:
+    cached = _cache.get(response_id)
+    if cached is not None:
+        return cached
+    row = EventLog.objects.filter(response_id=response_id).values_list("frames", "frame_lengths").first()
+    if row is None:
+        return None
+    packed = unpack(bytes(row[0]), bytes(row[1]))
+    _cache.put(response_id, packed)
+    return packed
+
+
+# --- packing ----------------------------------------------------------------------------------
+
+
+def compress(frames: list[bytes]) -> tuple[bytes, bytes]:
+    """The frames, concatenated, and their lengths (uint32 little-endian), each compressed."""
+    compressor = zstandard.ZstdCompressor(level=ZSTD_LEVEL)
+    # Lengths, not end offsets: lengths repeat (the deltas of one item), offsets never do.
+    lengths = array("I", (len(one) for one in frames))
+    if sys.byteorder != "little":
+        lengths.byteswap()
+    return compressor.compress(b"".join(frames)), compressor.compress(lengths.tobytes())
+
+
+def unpack(frames: bytes, lengths: bytes) -> PackedLog:
+    decompressor = zstandard.ZstdDecompressor()
+    sizes = array("I")
+    sizes.frombytes(decompressor.decompress(lengths))
+    if sys.byteorder != "little":
+        sizes.byteswap()
+    ends = array("I")
+    total = 0
+    for size in sizes:
+        total += size
+        ends.append(total)
+    return PackedLog(decompressor.decompress(frames), ends)
+
+
+def pack(response_id: str) -> bool:
+    """Pack a finished response's event rows into its EventLog, in one transaction.
+    Returns False, changing nothing, when the response is gone, not finished, already
+    packed, or its rows are not the dense 0..last_sequence_number."""
+    with transaction.atomic():
+        response = (Response.objects.select_for_update().filter(pk=response_id, status__in=TERMINAL_STATUSES)
+                    .only("id", "last_sequence_number").first())
+        if response is None or EventLog.objects.filter(response_id=response_id).exists():
+            return False
+        rows = list(ResponseEvent.objects.filter(response_id=response_id).order_by("sequence_number")
+                    .values_list("sequence_number", "type", "data"))
+        if [n for n, _, _ in rows] != list(range(response.last_sequence_number + 1)):
+            log.error("not packing %s: its event rows are not 0..%d", response_id, response.last_sequence_number)
+            return False
+        frames = [frame(kind, data) for _, kind, data in rows]
+        packed_frames, packed_lengths = compress(frames)
+        EventLog.objects.create(response_id=response_id, event_count=len(frames),
+                                raw_bytes=sum(len(one) for one in frames), frames=packed_frames,
+                                frame_lengths=packed_lengths)
+        ResponseEvent.objects.filter(response_id=response_id).delete()
+    return True
+
+
+def pack_after_commit(response_id: str) -> None:
+    """Pack once the caller's transaction (the one that ended the response) commits; a
+    failure is logged, never raised: the rows are a complete log too."""
+    if not settings.EVENT_LOG_PACKING:
+        return
+
+    def run() -> None:
+        try:
+            pack(response_id)
+        except Exception:
+            log.exception("packing the event log of %s failed; its rows stay", response_id)
+
+    transaction.on_commit(run)
+
+
+def pack_unpacked(limit: int = 200) -> int:
+    """Pack finished responses whose rows were left (the process ended between the
+    terminal commit and its packing, packing failed or was off); returns how many."""
+    if not settings.EVENT_LOG_PACKING:
+        return 0
+    # From the rows: with packing on, that table holds only the responses that run.
+    finished = ResponseEvent.objects.filter(sequence_number=0, response__status__in=TERMINAL_STATUSES).values_list(
+        "response_id", flat=True)[:limit]
+    return sum(pack(response_id) for response_id in list(finished))

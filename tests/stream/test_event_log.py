@@ -1,0 +1,109 @@
+"""The event log's two forms (stream/event_log.py): rows while a response runs, one packed
+block once it ends. A reader that crosses the switch neither misses nor repeats an event,
+and the block is exactly the rows it replaced."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from responses_app import services
+from responses_app.api.validation.create import parse_create_request
+from responses_app.api_keys import create_api_key
+from responses_app.asyncdb import db
+from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
+from responses_app.models import EventLog, Response, ResponseEvent, ResponseStatus
+from responses_app.stream import event_log
+from responses_app.stream.builder import EventBuilder
+from responses_app.stream.reader import follow_frames
+from responses_app.stream.store import end_response, save_batch
+from responses_app.worker.claim import claim
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.core]
+OWNER = "test-worker"
+USAGE = {"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens": 1,
+         "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 2}
+
+
+@pytest.fixture(autouse=True)
+def no_broker(monkeypatch) -> None:
+    monkeypatch.setattr(services, "send", lambda response, task_id: None)
+
+
+def running_response(deltas: int) -> tuple[Response, EventBuilder]:
+    """A claimed response whose worker has committed a message with ``deltas`` deltas."""
+    tenant = create_api_key("switch")[0].tenant
+    created = services.create_response(tenant, parse_create_request({"model": "echo", "input": "hi"}))
+    response = claim(created.pk, OWNER)
+    builder = EventBuilder(response, next_sequence_number=1)
+    builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
+    builder.apply(MessageStarted(kind="message", recipient=None, name=None))
+    for n in range(deltas):
+        builder.apply(ContentDelta(text=f"word{n} "))
+    save_batch(response, OWNER, builder)
+    return response, builder
+
+
+def finish(response: Response, builder: EventBuilder) -> None:
+    builder.apply(ContentDelta(text="done."))
+    builder.apply(MessageFinished(kind="message", recipient=None, name=None, text=""))
+    assert end_response(response.pk, ResponseStatus.COMPLETED, builder=builder, lease_owner=OWNER,
+                        usage=USAGE)
+
+
+def frames_in(chunks: list[bytes | None]) -> list[bytes]:
+    return [frame + b"\n\n" for chunk in chunks if chunk for frame in chunk.split(b"\n\n") if frame]
+
+
+def test_a_reader_following_live_crosses_the_switch_to_the_packed_block_without_a_gap_or_a_repeat():
+    response, builder = running_response(deltas=20)
+
+    async def follow() -> list[bytes | None]:
+        reader = follow_frames(response.pk, -1)
+        chunks = [await reader.__anext__()]  # the rows so far
+        await db(finish)(response, builder)  # ends it, and packs it once that commits
+        assert await db(lambda: EventLog.objects.filter(response_id=response.pk).exists())()
+        chunks += [chunk async for chunk in reader]  # the rest, from the block
+        return chunks
+
+    received = frames_in(asyncio.run(follow()))
+    packed = event_log.packed_log(response.pk)
+    assert not ResponseEvent.objects.filter(response_id=response.pk).exists()
+    assert received == packed.frames(-1, packed.last_sequence_number)
+    assert len(received) == Response.objects.get(pk=response.pk).last_sequence_number + 1
+
+
+def test_the_packed_block_gives_what_the_rows_gave_after_every_sequence_number():
+    response, builder = running_response(deltas=30)
+    finish_without_packing(response, builder)
+    last = Response.objects.get(pk=response.pk).last_sequence_number
+    from_rows = [event_log.frames_after(response.pk, k) for k in range(-1, last + 1)]
+    rows = event_log.events(response.pk)
+
+    assert event_log.pack(response.pk)
+    assert not event_log.pack(response.pk)  # once
+    assert [event_log.frames_after(response.pk, k) for k in range(-1, last + 1)] == from_rows
+    assert event_log.events(response.pk) == rows
+    assert from_rows[-1] == event_log.Frames(b"", last, False)  # nothing after the terminal event
+    stored = EventLog.objects.get(response_id=response.pk)
+    assert stored.event_count == last + 1 and len(stored.frames) < stored.raw_bytes
+
+
+def finish_without_packing(response: Response, builder: EventBuilder) -> None:
+    from django.test import override_settings
+
+    with override_settings(EVENT_LOG_PACKING=False):
+        finish(response, builder)
+    assert ResponseEvent.objects.filter(response_id=response.pk).exists()
+
+
+def test_a_running_response_is_not_packed_and_the_sweep_packs_what_was_left():
+    running, _ = running_response(deltas=3)
+    left, builder = running_response(deltas=3)
+    finish_without_packing(left, builder)
+
+    assert not event_log.pack(running.pk)
+    assert event_log.pack_unpacked() == 1
+    assert EventLog.objects.filter(response_id=left.pk).exists()
+    assert not EventLog.objects.filter(response_id=running.pk).exists()
