@@ -40,13 +40,15 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script, only bench/ would be on sys.path
     sys.path.insert(0, str(ROOT))
+
+from bench.engine_overhead import CpuSpec, cpu_delta, cpu_seconds  # noqa: E402
 
 SERVICES_DIR = ROOT / ".run" / "bench-serving"
 SERVICES_SCRIPT = ROOT / "scripts" / "test-services.sh"
@@ -63,6 +65,7 @@ SIZE_RESPONSES = 20
 FANOUT_READERS = 1000
 FANOUT_CREATES = 128
 FANOUT_DELAY_MS = 5
+FANOUT_WORDS = 1500  # ~15 s of tokens at FANOUT_DELAY_MS: the readers join while it runs
 KEEPALIVE = b": keep-alive\n\n"
 
 
@@ -82,7 +85,7 @@ class Stream:
     first: float
     end: float
     frames: int
-    digest: str  # sha256 of the bytes
+    digest: str  # sha256 of the bytes, keep-alives left out
     head: bytes
     last_type: bytes  # the type of the last event
 
@@ -92,7 +95,8 @@ class Stream:
 
 
 async def read_stream(client: Any, method: str, url: str, body: dict | None = None) -> Stream:
-    """Count the frames of one SSE response (a frame ends with a blank line; JSON has no raw newline)."""
+    """Count the frames of one SSE response (a frame ends with a blank line; JSON has no raw
+    newline), keep-alive comments left out."""
     submitted = time.perf_counter()
     first = 0.0
     frames = 0
@@ -102,6 +106,9 @@ async def read_stream(client: Any, method: str, url: str, body: dict | None = No
         if response.status_code != 200:
             raise RuntimeError(f"{method} {url}: {response.status_code} {(await response.aread())[:300]!r}")
         async for chunk in response.aiter_raw():
+            chunk = chunk.replace(KEEPALIVE, b"")  # a keep-alive is a write of its own
+            if not chunk:
+                continue
             frames += chunk.count(b"\n\n") + (previous.endswith(b"\n") and chunk.startswith(b"\n"))
             if not first and frames:
                 first = time.perf_counter()
@@ -139,6 +146,7 @@ def client(base_url: str, api_key: str, connections: int) -> Any:
 @dataclass
 class Round:
     streams: list[Stream]
+    cpu: dict[str, float] = field(default_factory=dict)  # CPU seconds per component during the round
 
     @property
     def events_per_s(self) -> float:
@@ -146,11 +154,12 @@ class Round:
         return sum(s.frames for s in self.streams) / wall
 
 
-async def burst(base_url: str, api_key: str, body: dict, concurrency: int) -> Round:
+async def burst(base_url: str, api_key: str, body: dict, concurrency: int, events: int = EVENTS) -> Round:
+    """``concurrency`` streaming creates at once, each checked to have ``events`` events."""
     async with client(base_url, api_key, concurrency) as http:
         streams = await asyncio.gather(*(read_stream(http, "POST", "/responses", body) for _ in range(concurrency)))
     for stream in streams:
-        if stream.frames != EVENTS or stream.last_type != b"response.completed":
+        if stream.frames != events or stream.last_type != b"response.completed":
             raise RuntimeError(f"a stream of {base_url} had {stream.frames} frames, the last {stream.last_type!r}")
     return Round(list(streams))
 
@@ -264,8 +273,33 @@ class LevelFigures:
     def events_per_s(self, side: str) -> float:
         return statistics.median(r.events_per_s for r in getattr(self, side))
 
+    def cpu_per_1000_events(self, side: str) -> str:
+        """CPU ms per 1,000 events of each component, over all the side's rounds."""
+        rounds: list[Round] = getattr(self, side)
+        events = sum(s.frames for r in rounds for s in r.streams) / 1000
+        totals: dict[str, float] = {}
+        for r in rounds:
+            for label, seconds in r.cpu.items():
+                totals[label] = totals.get(label, 0.0) + seconds
+        return ", ".join(f"{label} {seconds * 1000 / events:.0f}"
+                         for label, seconds in sorted(totals.items(), key=lambda item: -item[1]))
 
-def run_levels(stack_url: str, limit_url: str, api_key: str, levels: list[int], rounds: int) -> list[LevelFigures]:
+
+def cpu_specs(stack: Any, limit: subprocess.Popen) -> dict[str, CpuSpec]:
+    """What each side's CPU time is counted of: its server processes and this client."""
+    client_spec = ("client", os.getpid(), "self")
+    stack_spec: CpuSpec = [client_spec] + [(name, process.pid, "self") for name, process in stack.processes.items()]
+    for label, pid_file in (("postgres", SERVICES_DIR / "pg" / "data" / "postmaster.pid"),
+                            ("redis", SERVICES_DIR / "redis" / "redis.pid")):
+        try:
+            stack_spec.append((label, int(pid_file.read_text().split()[0]), "tree"))
+        except (OSError, ValueError, IndexError):
+            pass
+    return {"stack": stack_spec, "limit": [client_spec, ("limit server", limit.pid, "self")]}
+
+
+def run_levels(stack_url: str, limit_url: str, api_key: str, levels: list[int], rounds: int,
+               specs: dict[str, CpuSpec]) -> list[LevelFigures]:
     body = {"model": "echo", "input": script(SCRIPT_WORDS), "stream": True}
     figures = []
     for level in levels:
@@ -274,7 +308,9 @@ def run_levels(stack_url: str, limit_url: str, api_key: str, levels: list[int], 
             for side in (("stack", "limit") if number % 2 == 0 else ("limit", "stack")):
                 time.sleep(SETTLE_S)
                 url = stack_url if side == "stack" else limit_url
+                before = cpu_seconds(specs[side])
                 result = asyncio.run(burst(url, api_key, body, level))
+                result.cpu = cpu_delta(before, cpu_seconds(specs[side]))
                 getattr(figure, side).append(result)
                 print(f"  {side:5} x{level:<3} {result.events_per_s:8.0f} events/s, ttfe p50 "
                       f"{statistics.median(s.ttfe for s in result.streams) * 1000:7.1f} ms", flush=True)
@@ -302,7 +338,7 @@ async def fanout(stack_url: str, api_key: str) -> dict[str, Any]:
     echo at FANOUT_DELAY_MS per token; every stream is compared with its replay."""
     knob = {"echo_token_delay_ms": str(FANOUT_DELAY_MS)}
     async with client(stack_url, api_key, FANOUT_READERS + FANOUT_CREATES + 8) as http:
-        created = await http.post("/responses", json={"model": "echo", "input": script(400, "fanout"),
+        created = await http.post("/responses", json={"model": "echo", "input": script(FANOUT_WORDS, "fanout"),
                                                       "background": True, "metadata": knob})
         followed = created.json()["id"]
         body = {"model": "echo", "input": script(400, "create"), "stream": True, "metadata": knob}
@@ -312,8 +348,8 @@ async def fanout(stack_url: str, api_key: str) -> dict[str, Any]:
         results = await asyncio.gather(*readers, *creates, return_exceptions=True)
         wall = time.perf_counter() - started
         errors = [r for r in results if isinstance(r, BaseException)]
-        streams = [r for r in results if isinstance(r, Stream)]
-        read, made = streams[:FANOUT_READERS], streams[FANOUT_READERS:]
+        read = [r for r in results[:FANOUT_READERS] if isinstance(r, Stream)]
+        made = [r for r in results[FANOUT_READERS:] if isinstance(r, Stream)]
         # Every stream equals a replay of its response read afterwards.
         reference = await read_stream(http, "GET", f"/responses/{followed}?stream=true")
         mismatched = sum(s.digest != reference.digest for s in read)
@@ -321,7 +357,8 @@ async def fanout(stack_url: str, api_key: str) -> dict[str, Any]:
             again = await read_stream(http, "GET", f"/responses/{response_id_of(stream)}?stream=true")
             mismatched += again.digest != stream.digest
     return {"errors": errors, "readers": len(read), "creates": len(made), "mismatched": mismatched, "wall": wall,
-            "reader_frames": reference.frames}
+            "reader_frames": reference.frames, "joined_within": max(s.first - started for s in read),
+            "followed_for": max(s.end for s in read) - started}
 
 
 async def finished_responses(stack_url: str, api_key: str, words: int, count: int) -> tuple[list[str], int]:
@@ -405,7 +442,7 @@ def run_pass(database: str, urls: dict[str, str], args: argparse.Namespace) -> l
         (frames_dir / "frames").write_bytes(recorded)
         limit, limit_url = start_limit_server(frames_dir / "frames")
         asyncio.run(burst(limit_url, api_key, {"model": "echo", "input": "warm-up", "stream": True}, 8))
-        figures = run_levels(stack.base_url, limit_url, api_key, args.levels, args.rounds)
+        figures = run_levels(stack.base_url, limit_url, api_key, args.levels, args.rounds, cpu_specs(stack, limit))
         report_levels(database, figures)
         frames, streams = asyncio.run(replay(stack.base_url, api_key, args.replays))
         print(f"  replay of a finished {frames}-event response, {len(streams)} times to one reader: ttfe p50 "
@@ -428,10 +465,10 @@ def run_pass(database: str, urls: dict[str, str], args: argparse.Namespace) -> l
         shutil.rmtree(frames_dir, ignore_errors=True)
 
 
-async def record(stack_url: str, api_key: str) -> bytes:
+async def record(stack_url: str, api_key: str, words: int = SCRIPT_WORDS) -> bytes:
     """One stream of the script as the stack sends it, keep-alives left out."""
     async with client(stack_url, api_key, 1) as http:
-        body = {"model": "echo", "input": script(SCRIPT_WORDS), "stream": True}
+        body = {"model": "echo", "input": script(words), "stream": True}
         async with http.stream("POST", "/responses", json=body) as response:
             data = await response.aread()
     return data.replace(KEEPALIVE, b"")
@@ -456,7 +493,9 @@ def report_fanout(stack: Any, api_key: str) -> None:
         done.set()
         sampler.join()
     print(f"  fanout: {result['readers']} readers of one running response ({result['reader_frames']} events, echo "
-          f"{FANOUT_DELAY_MS} ms/token) + {result['creates']} streaming creates in {result['wall']:.1f} s: "
+          f"{FANOUT_DELAY_MS} ms/token; every reader's first event within {result['joined_within']:.1f} s, the "
+          f"response ended after {result['followed_for']:.1f} s) + {result['creates']} streaming creates in "
+          f"{result['wall']:.1f} s: "
           f"{len(result['errors'])} errors, {result['mismatched']} streams differ from their replay; Daphne RSS "
           f"{before:.0f} MiB before, {peak[0]:.0f} MiB at peak", flush=True)
 
@@ -474,6 +513,9 @@ def report_levels(database: str, figures: list[LevelFigures]) -> None:
               f"{f.events_per_s('stack') / f.events_per_s('limit'):>5.2f} | "
               f"{stack_ttfe[0]:>8.1f} / {stack_ttfe[1]:>7.1f} | {limit_ttfe[0]:>8.1f} / {limit_ttfe[1]:>7.1f} | "
               f"{stack_ttfe[0] / limit_ttfe[0]:>5.2f} / {stack_ttfe[1] / limit_ttfe[1]:>5.2f}", flush=True)
+    print(f"CPU ms per 1,000 events ({os.cpu_count()} CPUs):")
+    for f in figures:
+        print(f"{f.concurrency:>4} | stack: {f.cpu_per_1000_events('stack')} | limit: {f.cpu_per_1000_events('limit')}")
     print()
 
 

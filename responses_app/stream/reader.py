@@ -62,7 +62,7 @@ async def follow_frames(
                 cursor = committed.last_sequence_number
             while True:
                 try:
-                    frames = await stream_db(event_log.frames_after)(response_id, cursor)
+                    frames = await _frames_after(response_id, cursor)
                     state = None if frames.data else await stream_db(selectors.stream_state)(response_id)
                 except DATABASE_DOWN:
                     outage_since = outage_since or time.monotonic()
@@ -96,6 +96,29 @@ async def follow_frames(
         raise
     finally:
         recorder.sse_stream_closed()
+
+
+_reads: dict[tuple[str, int], asyncio.Future[event_log.Frames]] = {}
+
+
+async def _frames_after(response_id: str, cursor: int) -> event_log.Frames:
+    """event_log.frames_after in a stream thread, read once for all of this process's
+    readers at the same point of the same response: a thousand readers following one
+    response make one query per commit, not a thousand."""
+    key = (response_id, cursor)
+    pending = _reads.get(key)
+    if pending is None:
+        pending = asyncio.ensure_future(stream_db(event_log.frames_after)(response_id, cursor))
+        _reads[key] = pending
+        pending.add_done_callback(lambda _: _reads.pop(key, None))
+        # One reader going away must not cancel the read that others wait for.
+        return await asyncio.shield(pending)
+    frames = await asyncio.shield(pending)
+    if not frames.data:
+        # The read joined may have started before the commit that woke this reader: an
+        # empty answer is only believed from a read of its own.
+        frames = await stream_db(event_log.frames_after)(response_id, cursor)
+    return frames
 
 
 async def wait_until_finished(response_id: str) -> Response:

@@ -1,0 +1,1 @@
+"""Database backends of this project (ENGINE in settings.DATABASES)."""
