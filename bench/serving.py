@@ -498,6 +498,8 @@ def report_fanout(stack: Any, api_key: str) -> None:
           f"{result['wall']:.1f} s: "
           f"{len(result['errors'])} errors, {result['mismatched']} streams differ from their replay; Daphne RSS "
           f"{before:.0f} MiB before, {peak[0]:.0f} MiB at peak", flush=True)
+    for error in sorted({f"{type(e).__name__}: {e}"[:300] for e in result["errors"]}):
+        print(f"    error: {error}", flush=True)
 
 
 def report_levels(database: str, figures: list[LevelFigures]) -> None:

@@ -2,7 +2,7 @@
 response runs, one packed block once it has ended.
 
 Packing (``pack``) runs when a response ends: its events, framed exactly as SSE sends
-them, are compressed into one EventLog row with the end offset of every frame, and the
+them, are compressed into one EventLog row with the length of every frame, and the
 per-event rows are deleted in the same transaction. Nothing writes a response's events
 after its terminal transaction, and the row lock keeps a delete out, so the block is the
 whole log, forever.

@@ -4,8 +4,8 @@ a response to end.
 Subscribe to the doorbell first, then read the database: an event committed between
 the two is still found by the read, and one committed later rings the bell. The cursor
 is the last sequence number sent, so a reader neither skips nor repeats an event, and
-any web process can serve any response at any time. The transport (SSE today) frames
-what the reader yields.
+any web process can serve any response at any time. It yields the events' SSE frames,
+from either form of the event log (stream/event_log.py).
 
 A database restart is ridden out: a read that finds the database down is tried again
 every RETRY_INTERVAL_S (a stream sends its keep-alives meanwhile) for up to
@@ -16,6 +16,7 @@ resumes with ``starting_after``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -110,7 +111,7 @@ async def _frames_after(response_id: str, cursor: int) -> event_log.Frames:
     if pending is None:
         pending = asyncio.ensure_future(stream_db(event_log.frames_after)(response_id, cursor))
         _reads[key] = pending
-        pending.add_done_callback(lambda _: _reads.pop(key, None))
+        pending.add_done_callback(functools.partial(_forget, key))
         # One reader going away must not cancel the read that others wait for.
         return await asyncio.shield(pending)
     frames = await asyncio.shield(pending)
@@ -119,6 +120,12 @@ async def _frames_after(response_id: str, cursor: int) -> event_log.Frames:
         # empty answer is only believed from a read of its own.
         frames = await stream_db(event_log.frames_after)(response_id, cursor)
     return frames
+
+
+def _forget(key: tuple[str, int], done: asyncio.Future[event_log.Frames]) -> None:
+    _reads.pop(key, None)
+    if not done.cancelled():
+        done.exception()  # retrieved here: every reader waiting for it may have gone
 
 
 async def wait_until_finished(response_id: str) -> Response:
