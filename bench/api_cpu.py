@@ -26,7 +26,8 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.engine_overhead import make_stack_class, service_urls, services  # noqa: E402
+from bench.engine_overhead import SERVICES_DIR, make_stack_class  # noqa: E402
+from bench.harness import service_urls, services  # noqa: E402
 
 INPUT = "Tell me about the harbour at dawn, in a few words."
 
@@ -56,8 +57,8 @@ def main() -> float:
     stack = None
     per_response_ms: list[float] = []
     try:
-        services("start", free_port(), free_port())
-        urls = service_urls(services("env"))
+        services(SERVICES_DIR, "start", free_port(), free_port())
+        urls = service_urls(services(SERVICES_DIR, "env"))
         os.environ.update(DATABASE_URL=urls["DATABASE_URL"], REDIS_URL=urls["REDIS_URL"],
                           CELERY_BROKER_URL=urls["REDIS_URL"], DJANGO_SETTINGS_MODULE="project.settings")
         import subprocess
@@ -97,7 +98,7 @@ def main() -> float:
     finally:
         if stack is not None:
             stack.stop()
-        services("stop")
+        services(SERVICES_DIR, "stop")
     return statistics.median(per_response_ms)
 
 

@@ -39,9 +39,10 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from bench.harness import CpuSpec, cpu_delta, cpu_seconds, service_pids, service_urls, services  # noqa: E402
+
 MODEL = "tiny-random"
 SERVICES_DIR = ROOT / ".run" / "bench"
-SERVICES_SCRIPT = ROOT / "scripts" / "test-services.sh"
 # Production settings, not the live tests' short leases: the bench measures what a deployment pays.
 TEST_ONLY_ENV = ("RESPONSE_LEASE_TTL_S", "RESPONSE_LEASE_RENEW_S", "REAPER_INTERVAL_S", "PURGE_INTERVAL_S",
                  "UNSTORED_RETENTION_S", "SSE_KEEPALIVE_S", "ECHO_TOKEN_DELAY_MS")
@@ -125,35 +126,6 @@ def steps_since(history: list, steps_before: int) -> tuple[int, int]:
     """(max running, steps) over the scheduler history entries (step, running) after steps_before."""
     recent = [running for step, running in history if step > steps_before]
     return (max(recent) if recent else 0), len(recent)
-
-
-# A component whose CPU time is counted: (label, pid, "self" | "children" | "tree").
-CpuSpec = list[tuple[str, int, str]]
-
-
-def cpu_seconds(spec: CpuSpec) -> dict[str, float]:
-    """User + system CPU seconds so far of each component (processes that exited are not counted)."""
-    import psutil
-
-    totals: dict[str, float] = {}
-    for label, pid, mode in spec:
-        try:
-            root = psutil.Process(pid)
-            processes = ([root] if mode != "children" else []) + (root.children(recursive=True) if mode != "self"
-                                                                  else [])
-        except psutil.Error:
-            continue
-        for process in processes:
-            try:
-                times = process.cpu_times()
-            except psutil.Error:
-                continue
-            totals[label] = totals.get(label, 0.0) + times.user + times.system
-    return totals
-
-
-def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
-    return {label: after[label] - before.get(label, 0.0) for label in after}
 
 
 def harmony_check(token_ids: list[int]) -> str:
@@ -326,14 +298,7 @@ def stack_cpu_spec(stack: Any) -> CpuSpec:
         spec.append((labels[name], process.pid, "self"))
         if name == "vllm-worker":
             spec.append(("engine core+worker", process.pid, "children"))
-    pid_files = {"postgres": SERVICES_DIR / "pg" / "data" / "postmaster.pid",
-                 "redis": SERVICES_DIR / "redis" / "redis.pid"}
-    for label, pid_file in pid_files.items():
-        try:
-            spec.append((label, int(pid_file.read_text().split()[0]), "tree"))
-        except (OSError, ValueError, IndexError):
-            pass
-    return spec
+    return spec + service_pids(SERVICES_DIR)
 
 
 class StackLoad:
@@ -403,26 +368,6 @@ class StackLoad:
 
 
 # --- services --------------------------------------------------------------------------------------
-
-
-def services(command: str, pg_port: int | None = None, redis_port: int | None = None) -> str:
-    env = {**os.environ, "TEST_SERVICES_DIR": str(SERVICES_DIR)}
-    if pg_port is not None:
-        # Random free ports: the script's default (first free from 55432) could race a `make test`.
-        env.update(TEST_PG_PORT=str(pg_port), TEST_REDIS_PORT=str(redis_port))
-    done = subprocess.run(["bash", str(SERVICES_SCRIPT), command], env=env, cwd=ROOT, capture_output=True,
-                          text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"test-services.sh {command} failed:\n{done.stderr}")
-    return done.stdout
-
-
-def service_urls(env_lines: str) -> dict[str, str]:
-    urls = {}
-    for line in env_lines.splitlines():
-        name, _, value = line.removeprefix("export ").partition("=")
-        urls[name] = value
-    return urls
 
 
 def kill_descendants() -> None:
@@ -526,8 +471,8 @@ def main() -> float | None:
     staged: dict[int, list[LevelResult]] = {level: [] for level in levels}
     try:
         print(f"services: PostgreSQL + Redis in {SERVICES_DIR.relative_to(ROOT)}", flush=True)
-        services("start", free_port(), free_port())
-        urls = service_urls(services("env"))
+        services(SERVICES_DIR, "start", free_port(), free_port())
+        urls = service_urls(services(SERVICES_DIR, "env"))
         # Before django.setup(): settings (and Celery's broker, used to inspect the workers) read them.
         os.environ.update(DATABASE_URL=urls["DATABASE_URL"], REDIS_URL=urls["REDIS_URL"],
                           CELERY_BROKER_URL=urls["REDIS_URL"])
@@ -613,7 +558,7 @@ def main() -> float | None:
         if stack is not None:
             stack.stop()
         try:
-            services("stop")
+            services(SERVICES_DIR, "stop")
         finally:
             kill_descendants()
     if not all(staged.values()):

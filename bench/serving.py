@@ -48,10 +48,9 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script, only bench/ would be on sys.path
     sys.path.insert(0, str(ROOT))
 
-from bench.engine_overhead import CpuSpec, cpu_delta, cpu_seconds  # noqa: E402
+from bench.harness import CpuSpec, cpu_delta, cpu_seconds, service_pids, service_urls, services  # noqa: E402
 
 SERVICES_DIR = ROOT / ".run" / "bench-serving"
-SERVICES_SCRIPT = ROOT / "scripts" / "test-services.sh"
 # Production timings, not the live tests' short ones: the bench measures what a deployment pays.
 TEST_ONLY_ENV = ("RESPONSE_LEASE_TTL_S", "RESPONSE_LEASE_RENEW_S", "REAPER_INTERVAL_S", "PURGE_INTERVAL_S",
                  "UNSTORED_RETENTION_S", "SSE_KEEPALIVE_S", "ECHO_TOKEN_DELAY_MS", "TOOL_CALL_TIMEOUT_S")
@@ -172,20 +171,6 @@ def percentile(values: list[float], q: float) -> float:
 # --- processes ---------------------------------------------------------------------------------
 
 
-def services(command: str, **ports: int) -> str:
-    env = {**os.environ, "TEST_SERVICES_DIR": str(SERVICES_DIR)}
-    env.update({name: str(port) for name, port in ports.items()})
-    done = subprocess.run(["bash", str(SERVICES_SCRIPT), command], env=env, cwd=ROOT, capture_output=True,
-                          text=True, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"test-services.sh {command} failed:\n{done.stderr}")
-    return done.stdout
-
-
-def service_urls(env_lines: str) -> dict[str, str]:
-    return dict(line.removeprefix("export ").split("=", 1) for line in env_lines.splitlines() if "=" in line)
-
-
 def make_stack(db_url: str, redis_url: str, worker_concurrency: int) -> Any:
     from tests.live import LiveStack
 
@@ -289,12 +274,7 @@ def cpu_specs(stack: Any, limit: subprocess.Popen) -> dict[str, CpuSpec]:
     """What each side's CPU time is counted of: its server processes and this client."""
     client_spec = ("client", os.getpid(), "self")
     stack_spec: CpuSpec = [client_spec] + [(name, process.pid, "self") for name, process in stack.processes.items()]
-    for label, pid_file in (("postgres", SERVICES_DIR / "pg" / "data" / "postmaster.pid"),
-                            ("redis", SERVICES_DIR / "redis" / "redis.pid")):
-        try:
-            stack_spec.append((label, int(pid_file.read_text().split()[0]), "tree"))
-        except (OSError, ValueError, IndexError):
-            pass
+    stack_spec += service_pids(SERVICES_DIR)
     return {"stack": stack_spec, "limit": [client_spec, ("limit server", limit.pid, "self")]}
 
 
@@ -547,8 +527,8 @@ def main() -> str:
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[LevelFigures]] = {}
     try:
-        services("start", TEST_PG_PORT=free_port(), TEST_REDIS_PORT=free_port())
-        urls = service_urls(services("env"))
+        services(SERVICES_DIR, "start", free_port(), free_port())
+        urls = service_urls(services(SERVICES_DIR, "env"))
         # The stack's readiness check asks its workers over Celery's broker (tests.live.LiveStack).
         os.environ.update(REDIS_URL=urls["REDIS_URL"], CELERY_BROKER_URL=urls["REDIS_URL"],
                           DJANGO_SETTINGS_MODULE="project.settings")
@@ -559,7 +539,7 @@ def main() -> str:
         for database in args.databases:
             results[database] = run_pass(database, urls, args)
     finally:
-        services("stop")
+        services(SERVICES_DIR, "stop")
     first = next(iter(results.values()), [])
     at_32 = next((f for f in first if f.concurrency == 32), None)
     if at_32 is None:

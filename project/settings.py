@@ -89,9 +89,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":
     # a hang: libpq's default is to wait for the operating system's TCP timeout.
     DATABASES["default"].setdefault("OPTIONS", {})["connect_timeout"] = int(
         env_float("DATABASE_CONNECT_TIMEOUT_S", 5))
-    # Parameters travel apart from the SQL: with client-side binding, psycopg quotes every
-    # value into the query text in Python, and that was a fifth of a worker's CPU (the
-    # JSON text of each event in a batch).
+    # Parameters travel apart from the SQL: with client-side binding, psycopg escapes every
+    # value into the query text in Python, the JSON text of every event of every batch.
     DATABASES["default"]["OPTIONS"]["server_side_binding"] = True
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the SSE readers read while a worker writes; the busy timeout makes

@@ -1,0 +1,70 @@
+"""What the benchmarks share: their own PostgreSQL and Redis (scripts/test-services.sh in a
+folder of their own, so that a concurrent ``make test`` is left alone), and the CPU time
+of the processes they measure."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SERVICES_SCRIPT = ROOT / "scripts" / "test-services.sh"
+
+# A component whose CPU time is counted: (label, pid, "self" | "children" | "tree").
+CpuSpec = list[tuple[str, int, str]]
+
+
+def services(directory: Path, command: str, pg_port: int | None = None, redis_port: int | None = None) -> str:
+    """Run ``test-services.sh <command>`` for the services in ``directory``; its output."""
+    env = {**os.environ, "TEST_SERVICES_DIR": str(directory)}
+    if pg_port is not None:
+        # Random free ports: the script's default (first free from 55432) could race a `make test`.
+        env.update(TEST_PG_PORT=str(pg_port), TEST_REDIS_PORT=str(redis_port))
+    done = subprocess.run(["bash", str(SERVICES_SCRIPT), command], env=env, cwd=ROOT, capture_output=True,
+                          text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"test-services.sh {command} failed:\n{done.stderr}")
+    return done.stdout
+
+
+def service_urls(env_lines: str) -> dict[str, str]:
+    """DATABASE_URL, REDIS_URL, ... from the ``export NAME=value`` lines of ``services(..., "env")``."""
+    return dict(line.removeprefix("export ").split("=", 1) for line in env_lines.splitlines() if "=" in line)
+
+
+def service_pids(directory: Path) -> CpuSpec:
+    """The PostgreSQL and Redis of ``directory``, as CPU components (with their children)."""
+    spec: CpuSpec = []
+    for label, pid_file in (("postgres", directory / "pg" / "data" / "postmaster.pid"),
+                            ("redis", directory / "redis" / "redis.pid")):
+        try:
+            spec.append((label, int(pid_file.read_text().split()[0]), "tree"))
+        except (OSError, ValueError, IndexError):
+            pass
+    return spec
+
+
+def cpu_seconds(spec: CpuSpec) -> dict[str, float]:
+    """User + system CPU seconds so far of each component (processes that exited are not counted)."""
+    import psutil
+
+    totals: dict[str, float] = {}
+    for label, pid, mode in spec:
+        try:
+            root = psutil.Process(pid)
+            processes = ([root] if mode != "children" else []) + (root.children(recursive=True) if mode != "self"
+                                                                  else [])
+        except psutil.Error:
+            continue
+        for process in processes:
+            try:
+                times = process.cpu_times()
+            except psutil.Error:
+                continue
+            totals[label] = totals.get(label, 0.0) + times.user + times.system
+    return totals
+
+
+def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    return {label: after[label] - before.get(label, 0.0) for label in after}
