@@ -7,22 +7,32 @@ are independent, so they run in pools of threads, each thread with its own conne
 ``stream_db`` for the reads of the streams that follow responses. A burst of creates
 arriving while many responses stream would otherwise wait behind the streams' reads
 for a thread, where its first event waits too.
+
+A pool thread's connection outlives requests, so one that sat idle through a database
+restart is broken without knowing it: after IDLE_CHECK_S without use it is tested (one
+round trip) before a call trusts it, rather than failing that call with a 503.
 """
 
 from __future__ import annotations
 
 import functools
+import threading
+import time
 from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import ParamSpec, TypeVar
 
 from asgiref.sync import SyncToAsync
 from django.conf import settings
-from django.db import close_old_connections
+from django.db import close_old_connections, connection
+
+from responses_app.db_outage import reconnect
 
 P = ParamSpec("P")
 T = TypeVar("T")
 
+IDLE_CHECK_S = 1.0
+_last_call = threading.local()
 _request_threads = ThreadPoolExecutor(settings.WEB_REQUEST_DB_THREADS, thread_name_prefix="db-request")
 _stream_threads = ThreadPoolExecutor(settings.WEB_STREAM_DB_THREADS, thread_name_prefix="db-stream")
 
@@ -33,9 +43,19 @@ def _in_pool(function: Callable[P, T], executor: ThreadPoolExecutor) -> Callable
         # Pool threads outlive requests: drop a connection that broke (a database
         # restart) or outlived CONN_MAX_AGE before using it, as Django does per request.
         close_old_connections()
-        return function(*args, **kwargs)
+        _drop_if_dead_after_idle()
+        try:
+            return function(*args, **kwargs)
+        finally:
+            _last_call.at = time.monotonic()
 
     return SyncToAsync(in_pool_thread, thread_sensitive=False, executor=executor)
+
+
+def _drop_if_dead_after_idle() -> None:
+    idle = time.monotonic() - getattr(_last_call, "at", 0.0) >= IDLE_CHECK_S
+    if idle and connection.connection is not None and not connection.is_usable():
+        reconnect()
 
 
 def db(function: Callable[P, T]) -> Callable[P, Awaitable[T]]:

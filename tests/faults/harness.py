@@ -281,9 +281,9 @@ def check_trial(stack: FaultStack, fault: str, ids: list[str], followers: list[F
 
 
 def _check_stored_events(stack: FaultStack, response_id: str, result: TrialResult) -> None:
-    """Dense sequence numbers 0..last, none twice, the last one terminal and matching the row."""
-    rows = stack.sql("SELECT sequence_number, type FROM responses_app_responseevent WHERE response_id = %s "
-                     "ORDER BY sequence_number", response_id)
+    """Dense sequence numbers 0..last, none twice, the last one terminal and matching the row,
+    in the event rows or, once the response is packed, in its event log."""
+    rows = stored_events(stack, response_id)
     numbers = [row[0] for row in rows]
     last = stack.sql("SELECT last_sequence_number FROM responses_app_response WHERE id = %s", response_id)[0][0]
     duplicated = len(numbers) - len(set(numbers))
@@ -294,6 +294,20 @@ def _check_stored_events(stack: FaultStack, response_id: str, result: TrialResul
         result.problems.append(f"{response_id}: stored sequence numbers not dense 0..{last}")
     if not rows or rows[-1][1] not in {f"response.{status}" for status in TERMINAL}:
         result.problems.append(f"{response_id}: the last stored event is not terminal")
+
+
+def stored_events(stack: FaultStack, response_id: str) -> list[tuple[int, str]]:
+    """(sequence_number, type) of a response's stored events, from either form of its log."""
+    from responses_app.stream.event_log import parse_frame, unpack
+
+    rows = stack.sql("SELECT sequence_number, type FROM responses_app_responseevent WHERE response_id = %s "
+                     "ORDER BY sequence_number", response_id)
+    packed = stack.sql("SELECT frames, frame_lengths FROM responses_app_eventlog WHERE response_id = %s", response_id)
+    if rows or not packed:
+        return rows
+    log = unpack(bytes(packed[0][0]), bytes(packed[0][1]))
+    events = [parse_frame(frame) for frame in log.frames(-1, log.last_sequence_number)]
+    return [(payload["sequence_number"], kind) for kind, payload in events]
 
 
 def _check_follower(stack: FaultStack, follower: Follower, result: TrialResult) -> None:
