@@ -4,6 +4,7 @@ for readers that were following it live when it ended and was packed."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 
@@ -43,8 +44,6 @@ def api(stack, alice_key) -> Api:
 
 
 def response_id_of(frames: list[bytes]) -> str:
-    import json
-
     return json.loads(frames[0].partition(b"\ndata: ")[2])["response"]["id"]
 
 
