@@ -22,12 +22,14 @@ import sys
 from array import array
 from collections import OrderedDict
 from dataclasses import dataclass
+from itertools import accumulate
 from threading import Lock
 from typing import Any
 
 import zstandard
 from django.conf import settings
 from django.db import transaction
+from django.db.models import QuerySet
 
 from responses_app.models import TERMINAL_STATUSES, EventLog, Response, ResponseEvent
 from responses_app.stream.builder import TERMINAL_EVENT_TYPES
@@ -56,8 +58,7 @@ class Frames:
 def frames_after(response_id: str, after: int, max_bytes: int = REPLAY_CHUNK_BYTES) -> Frames:
     """The frames of the events with sequence_number > ``after``: up to ROWS_PER_READ rows,
     or about ``max_bytes`` of a packed log (always at least one frame)."""
-    rows = list(ResponseEvent.objects.filter(response_id=response_id, sequence_number__gt=after)
-                .order_by("sequence_number").values_list("sequence_number", "type", "data")[:ROWS_PER_READ])
+    rows = list(_rows(response_id, after)[:ROWS_PER_READ])
     if rows:
         return Frames(b"".join(frame(kind, data) for _, kind, data in rows), rows[-1][0],
                       rows[-1][1] in TERMINAL_EVENT_TYPES)
@@ -71,8 +72,7 @@ def frames_after(response_id: str, after: int, max_bytes: int = REPLAY_CHUNK_BYT
 def events(response_id: str, after: int = -1, limit: int | None = None) -> list[tuple[int, str, dict[str, Any]]]:
     """(sequence_number, type, payload) of the events after ``after``, in order, from
     either form: for the admin's timeline and for tests."""
-    rows = ResponseEvent.objects.filter(response_id=response_id, sequence_number__gt=after).order_by(
-        "sequence_number").values_list("sequence_number", "type", "data")
+    rows = _rows(response_id, after)
     found = list(rows[:limit] if limit is not None else rows)
     if found:
         return [(number, kind, json.loads(data)) for number, kind, data in found]
@@ -81,6 +81,12 @@ def events(response_id: str, after: int = -1, limit: int | None = None) -> list[
         return []
     last = packed.last_sequence_number if limit is None else min(after + limit, packed.last_sequence_number)
     return [(after + 1 + n, *parse_frame(one)) for n, one in enumerate(packed.frames(after, last))]
+
+
+def _rows(response_id: str, after: int = -1) -> QuerySet:
+    """(sequence_number, type, data) of the event rows after ``after``, in order."""
+    return (ResponseEvent.objects.filter(response_id=response_id, sequence_number__gt=after)
+            .order_by("sequence_number").values_list("sequence_number", "type", "data"))
 
 
 def parse_frame(frame: bytes) -> tuple[str, dict[str, Any]]:
@@ -180,12 +186,7 @@ def unpack(frames: bytes, lengths: bytes) -> PackedLog:
     sizes.frombytes(decompressor.decompress(lengths))
     if sys.byteorder != "little":
         sizes.byteswap()
-    ends = array("I")
-    total = 0
-    for size in sizes:
-        total += size
-        ends.append(total)
-    return PackedLog(decompressor.decompress(frames), ends)
+    return PackedLog(decompressor.decompress(frames), array("I", accumulate(sizes)))
 
 
 def pack(response_id: str) -> bool:
@@ -197,8 +198,7 @@ def pack(response_id: str) -> bool:
                     .only("id", "last_sequence_number").first())
         if response is None or EventLog.objects.filter(response_id=response_id).exists():
             return False
-        rows = list(ResponseEvent.objects.filter(response_id=response_id).order_by("sequence_number")
-                    .values_list("sequence_number", "type", "data"))
+        rows = list(_rows(response_id))
         if [n for n, _, _ in rows] != list(range(response.last_sequence_number + 1)):
             log.error("not packing %s: its event rows are not 0..%d", response_id, response.last_sequence_number)
             return False
