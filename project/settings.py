@@ -44,6 +44,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "channels",
+    "django_celery_beat",
     "responses_app",
     "tools_app",
 ]
@@ -143,30 +144,35 @@ CELERY_BROKER_CONNECTION_MAX_RETRIES = None
 CELERY_TASK_PUBLISH_RETRY_POLICY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2,
                                     "interval_max": 0.2}
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Beat keeps its schedule in the database (django-celery-beat): the housekeeping below is
+# written there at beat's start, beside the tenants' scheduled responses (schedules.py).
+CELERY_BEAT_SCHEDULER = "django_celery_beat.schedulers:DatabaseScheduler"
+CELERY_TIMEZONE = "UTC"
+# A scheduled response's beat entry is picked up within this many seconds of a change.
+CELERY_BEAT_MAX_LOOP_INTERVAL = int(env_float("BEAT_MAX_LOOP_INTERVAL_S", 5))
+
+
+def _every(name: str, interval_s: float, *, expires: bool = True) -> dict:
+    # Whole seconds: the database scheduler stores intervals as integers (0 would fire nonstop).
+    interval_s = max(1, round(interval_s))
+    entry: dict = {"task": f"responses_app.tasks.{name}", "schedule": interval_s}
+    if expires:  # a sweep that waited longer than its period (busy workers) is superseded by the next
+        entry["options"] = {"expire_seconds": interval_s}
+    return entry
+
+
 CELERY_BEAT_SCHEDULE = {
-    "reap-expired-leases": {
-        "task": "responses_app.tasks.reap_expired_leases",
-        "schedule": env_float("REAPER_INTERVAL_S", 10.0),
-        # A sweep that waited longer than its period (busy workers) is superseded by the next.
-        "options": {"expires": env_float("REAPER_INTERVAL_S", 10.0)},
-    },
-    "redeliver-unclaimed-responses": {
-        "task": "responses_app.tasks.redeliver_unclaimed",
-        "schedule": env_float("REDELIVERY_INTERVAL_S", 5.0),
-        "options": {"expires": env_float("REDELIVERY_INTERVAL_S", 5.0)},
-    },
-    "pack-event-logs": {
-        "task": "responses_app.tasks.pack_event_logs",
-        "schedule": env_float("PACK_INTERVAL_S", 60.0),
-        "options": {"expires": env_float("PACK_INTERVAL_S", 60.0)},
-    },
-    "purge-unstored-responses": {
-        "task": "responses_app.tasks.purge_unstored_responses",
-        "schedule": env_float("PURGE_INTERVAL_S", 30.0),
-    },
+    "reap-expired-leases": _every("reap_expired_leases", env_float("REAPER_INTERVAL_S", 10.0)),
+    "redeliver-unclaimed-responses": _every("redeliver_unclaimed", env_float("REDELIVERY_INTERVAL_S", 5.0)),
+    "pack-event-logs": _every("pack_event_logs", env_float("PACK_INTERVAL_S", 60.0)),
+    "purge-unstored-responses": _every("purge_unstored_responses", env_float("PURGE_INTERVAL_S", 30.0),
+                                       expires=False),
+    "purge-expired-responses": _every("purge_expired_responses", env_float("RETENTION_INTERVAL_S", 300.0)),
+    "dispatch-deferred-responses": _every("dispatch_deferred", env_float("DEFERRED_DISPATCH_INTERVAL_S", 2.0)),
+    "send-due-webhooks": _every("send_due_webhooks", env_float("WEBHOOK_SWEEP_INTERVAL_S", 10.0)),
     "expire-idle-containers": {
         "task": "tools_app.tasks.expire_idle_containers",
-        "schedule": env_float("CONTAINER_EXPIRY_INTERVAL_S", 60.0),
+        "schedule": max(1, round(env_float("CONTAINER_EXPIRY_INTERVAL_S", 60.0))),
     },
 }
 
@@ -197,6 +203,26 @@ PACKED_LOG_CACHE_BYTES = int(env_float("PACKED_LOG_CACHE_MB", 64) * 2**20)
 # Rows of store=false responses are deleted this long after the response ends.
 UNSTORED_RETENTION_S = env_float("UNSTORED_RETENTION_S", 60.0)
 ECHO_TOKEN_DELAY_MS = env_float("ECHO_TOKEN_DELAY_MS", 0.0)
+
+# --- Background jobs ---------------------------------------------------------------------
+# Stored responses are deleted this many days after they end (0: kept forever); a tenant
+# may override it (Tenant.response_retention_days). The purge deletes at most
+# RETENTION_PURGE_BATCH responses per transaction.
+RESPONSE_RETENTION_DAYS = env_float("RESPONSE_RETENTION_DAYS", 30)
+RETENTION_PURGE_BATCH = int(env_float("RETENTION_PURGE_BATCH", 500))
+# background_options.completion_window: how long each window is, and how long before its
+# deadline a deferred response still waiting is promoted to the interactive queue.
+COMPLETION_WINDOWS_S = {"2h": env_float("COMPLETION_WINDOW_2H_S", 2 * 3600),
+                        "8h": env_float("COMPLETION_WINDOW_8H_S", 8 * 3600)}
+DEFERRED_PROMOTE_BEFORE_S = env_float("DEFERRED_PROMOTE_BEFORE_S", 30 * 60)
+# Webhook deliveries: the queue of their tasks, each attempt's timeout, the first retry
+# delay (doubling, with jitter, up to WEBHOOK_RETRY_MAX_S), and how long a delivery is
+# retried before it is given up.
+WEBHOOK_QUEUE = os.environ.get("WEBHOOK_QUEUE", "webhooks")
+WEBHOOK_TIMEOUT_S = env_float("WEBHOOK_TIMEOUT_S", 10.0)
+WEBHOOK_RETRY_BASE_S = env_float("WEBHOOK_RETRY_BASE_S", 30.0)
+WEBHOOK_RETRY_MAX_S = env_float("WEBHOOK_RETRY_MAX_S", 6 * 3600)
+WEBHOOK_RETRY_WINDOW_S = env_float("WEBHOOK_RETRY_WINDOW_S", 72 * 3600)
 
 HARMONY_VOCAB_DIR = Path(os.environ.get("HARMONY_VOCAB_DIR", BASE_DIR / ".cache" / "harmony"))
 

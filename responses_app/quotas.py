@@ -23,7 +23,7 @@ from typing import Any
 import redis
 
 from responses_app.errors import InvalidRequest, RateLimited
-from responses_app.models import Response, ResponseStatus, Tenant
+from responses_app.models import ACTIVE_STATUSES, Response, Tenant
 from responses_app.redis_client import shared_client
 
 log = logging.getLogger(__name__)
@@ -32,7 +32,6 @@ WINDOW_MS = 60_000
 # A background slot frees whenever one of the tenant's responses ends; there is no window
 # to count down, so this only spaces out the SDK's automatic retries.
 CONCURRENCY_RETRY_AFTER_S = 5
-ACTIVE_STATUSES = (ResponseStatus.QUEUED, ResponseStatus.IN_PROGRESS)
 
 # Atomic in Redis: drop entries older than the window, admit if fewer than the limit
 # remain, else answer the milliseconds until the oldest leaves the window. Redis's own

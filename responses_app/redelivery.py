@@ -25,7 +25,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from responses_app import broker
-from responses_app.models import Response, ResponseStatus
+from responses_app.models import DeferredState, Response, ResponseStatus
 from responses_app.services import try_enqueue
 from responses_app.stream.store import end_response
 
@@ -37,6 +37,9 @@ log = logging.getLogger(__name__)
 ENQUEUE_GRACE_S = 2.0
 # The sweep looks at this many waiting responses per model at most (the newest first).
 MAX_WAITING = 10_000
+# Deferred responses that wait by design (deferred.py): the dispatcher, not this sweep,
+# sends them, and a lost low-priority message is made good by their promotion.
+NOT_YET_DUE = (DeferredState.WAITING, DeferredState.RELEASED)
 
 
 def redeliver_unclaimed() -> dict[str, int]:
@@ -64,12 +67,14 @@ def _never_sent(now: datetime) -> list[Response]:
     send may be under way), and at once those the reaper re-queued (attempts > 0)."""
     grace = now - timedelta(seconds=ENQUEUE_GRACE_S)
     return list(Response.objects.filter(status=ResponseStatus.QUEUED, enqueued_at__isnull=True)
+                .exclude(deferred_state=DeferredState.WAITING)
                 .filter(Q(attempts__gt=0) | Q(created_at__lt=grace)).only("id", "model"))
 
 
 def _resend_lost(models: list[str], queue: str, now: datetime) -> int:
     waiting = list(Response.objects.filter(status=ResponseStatus.QUEUED, model__in=models, enqueued_at__isnull=False)
-                   .order_by("-enqueued_at", "-created_at").only("id", "model", "enqueued_at")[:MAX_WAITING])
+                   .exclude(deferred_state__in=NOT_YET_DUE).order_by("-enqueued_at", "-created_at")
+                   .only("id", "model", "enqueued_at")[:MAX_WAITING])
     cutoff = now - timedelta(seconds=settings.RESPONSE_RESEND_AFTER_S)
     if not any(response.enqueued_at < cutoff for response in waiting):
         return 0
@@ -89,7 +94,7 @@ def _resend_lost(models: list[str], queue: str, now: datetime) -> int:
 def _fail_unserved(models: list[str], queue: str, now: datetime) -> int:
     cutoff = now - timedelta(seconds=settings.RESPONSE_UNCLAIMED_FAIL_AFTER_S)
     stranded = list(Response.objects.filter(status=ResponseStatus.QUEUED, model__in=models, created_at__lt=cutoff)
-                    .values_list("id", "model"))
+                    .exclude(deferred_state__in=NOT_YET_DUE).values_list("id", "model"))
     if not stranded:
         return 0
     try:

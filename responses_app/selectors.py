@@ -6,12 +6,13 @@ from typing import Any
 
 from responses_app.errors import InvalidRequest, NotFound
 from responses_app.models import InputItem, OutputItem, Response, Tenant
+from responses_app.retention import unexpired
 from responses_app.wire_objects import item_object, response_object
 
 
 def get_response(tenant: Tenant, response_id: str) -> Response:
-    """A stored response of this tenant (store=false responses are never retrievable)."""
-    response = Response.objects.filter(tenant=tenant, pk=response_id, store=True).first()
+    """A stored, unexpired response of this tenant (store=false responses are never retrievable)."""
+    response = unexpired(Response.objects.filter(tenant=tenant, pk=response_id, store=True), tenant).first()
     if response is None:
         raise NotFound(f"Response with id '{response_id}' not found.", param="response_id")
     return response

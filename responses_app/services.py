@@ -24,7 +24,16 @@ from responses_app import quotas
 from responses_app.conversation import check_prompt, history, previous_chain
 from responses_app.cooldown import Cooldown
 from responses_app.errors import InvalidRequest, NotFound
-from responses_app.models import TERMINAL_STATUSES, InputItem, OutputItem, Response, ResponseStatus, Tenant
+from responses_app.models import (
+    TERMINAL_STATUSES,
+    DeferredState,
+    InputItem,
+    OutputItem,
+    Response,
+    ResponseStatus,
+    Tenant,
+)
+from responses_app.retention import unexpired
 from responses_app.selectors import input_items
 from responses_app.stream import doorbell
 from responses_app.stream.builder import EventBuilder
@@ -33,6 +42,10 @@ from responses_app.stream.store import end_response, insert_events
 log = logging.getLogger(__name__)
 
 RUN_RESPONSE_TASK = "responses_app.tasks.run_response"
+# Redis's broker takes a worker's next message from the lowest priority number first, over
+# all the queues it consumes: deferred responses wait behind every interactive one.
+INTERACTIVE_PRIORITY = 0
+DEFERRED_PRIORITY = 9
 BROKER_COOLDOWN_S = 2.0
 _broker_cooldown = Cooldown(BROKER_COOLDOWN_S)
 
@@ -48,6 +61,9 @@ class CreateRequest:
     store: bool
     previous_response_id: str | None
     params: dict[str, Any] = field(default_factory=dict)
+    # background_options: "soonest" runs now; "2h" / "8h" are deferred (deferred.py).
+    completion_window: str = "soonest"
+    continuation_id: str = ""
 
 
 def create_response(tenant: Tenant, request: CreateRequest) -> Response:
@@ -62,8 +78,10 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     chain = previous_chain(tenant.pk, previous.pk) if previous else []
     _check_function_call_outputs(chain, request.input_items)
     check_prompt(request.model, params, history(chain, request.input_items), timezone.now().date())
+    deferred = request.completion_window != "soonest"
     with transaction.atomic():
         quotas.reserve_background_slot(tenant, request.background)
+        now = timezone.now()
         response = Response.objects.create(
             tenant=tenant,
             model=request.model,
@@ -74,9 +92,12 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
             last_sequence_number=0,
             # Marked enqueued in this transaction: the send after the commit then writes
             # nothing more, unless it fails (a create is one write, which matters where
-            # writers queue for one lock: SQLite).
-            task_id=str(uuid.uuid4()),
-            enqueued_at=timezone.now(),
+            # writers queue for one lock: SQLite). A deferred one waits for the dispatcher.
+            task_id="" if deferred else str(uuid.uuid4()),
+            enqueued_at=None if deferred else now,
+            deferred_state=DeferredState.WAITING if deferred else "",
+            deadline_at=now + completion_window(request.completion_window) if deferred else None,
+            continuation_id=request.continuation_id,
         )
         InputItem.objects.bulk_create(
             InputItem(response=response, position=position, item_id=item["id"], data=item)
@@ -86,25 +107,30 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
         builder.lifecycle("response.created", status=ResponseStatus.QUEUED)
         events, _ = builder.drain()
         insert_events(response, events)
-        transaction.on_commit(lambda: _send_created(response))
+        if not deferred:
+            transaction.on_commit(lambda: _send_created(response))
     response.created_event = events[0]
     return response
 
 
-def send(response: Response, task_id: str) -> None:
+def completion_window(window: str) -> timedelta:
+    return timedelta(seconds=settings.COMPLETION_WINDOWS_S[window])
+
+
+def send(response: Response, task_id: str, priority: int = INTERACTIVE_PRIORITY) -> None:
     """Publish the response's task to its model's queue."""
     # By name: the task module imports the worker, which writes through this module.
     queue = settings.MODEL_REGISTRY[response.model]["queue"]
-    current_app.send_task(RUN_RESPONSE_TASK, args=[response.pk], queue=queue, task_id=task_id)
+    current_app.send_task(RUN_RESPONSE_TASK, args=[response.pk], queue=queue, task_id=task_id, priority=priority)
 
 
-def _try_send(response: Response, task_id: str) -> bool:
+def _try_send(response: Response, task_id: str, priority: int = INTERACTIVE_PRIORITY) -> bool:
     """Send, or leave the response for the redelivery sweep (a broker outage: after one
     failed send, this process does not try again for BROKER_COOLDOWN_S)."""
     if _broker_cooldown.active:
         return False
     try:
-        send(response, task_id)
+        send(response, task_id, priority)
     except Exception as error:
         _broker_cooldown.failed()
         log.warning("could not enqueue %s (%s: %s); the redelivery sweep will send it", response.pk,
@@ -122,13 +148,14 @@ def _send_created(response: Response) -> None:
         response.enqueued_at = None
 
 
-def try_enqueue(response: Response) -> bool:
-    """Send the response's task and mark it enqueued, or leave it for the redelivery sweep."""
+def try_enqueue(response: Response, priority: int = INTERACTIVE_PRIORITY, **fields: Any) -> bool:
+    """Send the response's task and mark it enqueued (with ``fields``), or leave it for
+    the redelivery sweep."""
     task_id = str(uuid.uuid4())
-    if not _try_send(response, task_id):
+    if not _try_send(response, task_id, priority):
         return False
     now = timezone.now()
-    Response.objects.filter(pk=response.pk).update(task_id=task_id, enqueued_at=now)
+    Response.objects.filter(pk=response.pk).update(task_id=task_id, enqueued_at=now, **fields)
     response.task_id, response.enqueued_at = task_id, now
     return True
 
@@ -136,7 +163,7 @@ def try_enqueue(response: Response) -> bool:
 def _previous_response(tenant: Tenant, previous_response_id: str | None) -> Response | None:
     if previous_response_id is None:
         return None
-    previous = Response.objects.filter(tenant=tenant, pk=previous_response_id, store=True).first()
+    previous = unexpired(Response.objects.filter(tenant=tenant, pk=previous_response_id, store=True), tenant).first()
     if previous is None:
         raise NotFound(f"Previous response with id '{previous_response_id}' not found.",
                        param="previous_response_id", code="previous_response_not_found")

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from responses_app import redelivery, services
+from responses_app import deferred, redelivery, retention, services
 from responses_app.engines import control, startup  # noqa: F401  (an inspect command; engine start at worker init)
+from responses_app.schedules import runs as schedule_runs
+from responses_app.schedules.beat_entries import RUN_SCHEDULED_TASK
 from responses_app.stream import event_log
+from responses_app.webhooks import delivery as webhook_delivery
 from responses_app.worker import run as worker
 
 
@@ -34,3 +37,28 @@ def purge_unstored_responses() -> int:
 @shared_task(name="responses_app.tasks.pack_event_logs")
 def pack_event_logs() -> int:
     return event_log.pack_unpacked()
+
+
+@shared_task(name="responses_app.tasks.purge_expired_responses")
+def purge_expired_responses() -> int:
+    return retention.purge_expired()
+
+
+@shared_task(name="responses_app.tasks.dispatch_deferred")
+def dispatch_deferred() -> dict[str, int]:
+    return deferred.dispatch_deferred()
+
+
+@shared_task(name=RUN_SCHEDULED_TASK)
+def run_scheduled_response(scheduled_response_id: str) -> None:
+    schedule_runs.run_scheduled(scheduled_response_id)
+
+
+@shared_task(name=webhook_delivery.DELIVER_TASK)
+def deliver_webhook(delivery_id: int) -> None:
+    webhook_delivery.deliver(delivery_id)
+
+
+@shared_task(name="responses_app.tasks.send_due_webhooks")
+def send_due_webhooks() -> int:
+    return webhook_delivery.send_due()

@@ -34,6 +34,15 @@ STACK_ENV = {
     # The tool tests' MCP servers listen on 127.0.0.1; other private addresses stay refused.
     "TOOLS_ALLOWED_PRIVATE_HOSTS": "127.0.0.1",
     "TOOL_CALL_TIMEOUT_S": "6",
+    # Background jobs within a test's patience: webhook retries after about a second,
+    # a "2h" completion window of 20 s with promotion 10 s before its deadline.
+    "WEBHOOK_SWEEP_INTERVAL_S": "1",
+    "WEBHOOK_RETRY_BASE_S": "1",
+    "WEBHOOK_TIMEOUT_S": "3",
+    "DEFERRED_DISPATCH_INTERVAL_S": "1",
+    "COMPLETION_WINDOW_2H_S": "20",
+    "DEFERRED_PROMOTE_BEFORE_S": "10",
+    "BEAT_MAX_LOOP_INTERVAL_S": "1",
 }
 
 
@@ -94,10 +103,10 @@ class LiveStack:
         return {
             "web": [str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(self.port), "project.asgi:application"],
             "worker": [str(bin_dir / "celery"), "-A", "project", "worker", "--pool", "threads", "--concurrency",
-                       "16", "--queues", "celery,model.echo", "--hostname", f"worker-{self.port}@%h",
+                       "16", "--queues", "celery,model.echo,webhooks", "--hostname", f"worker-{self.port}@%h",
                        "--loglevel", "INFO", "--without-gossip", "--without-mingle"],
-            "beat": [str(bin_dir / "celery"), "-A", "project", "beat", "--loglevel", "INFO", "--schedule",
-                     str(LOG_DIR / f"beat-{self.port}")],
+            "beat": [str(bin_dir / "celery"), "-A", "project", "beat", "--loglevel", "INFO", "--scheduler",
+                     "django_celery_beat.schedulers:DatabaseScheduler"],
             # The GPU-node worker: only the vLLM models' queues; it is ready once they are loaded.
             "vllm-worker": [str(bin_dir / "celery"), "-A", "project", "worker", "--pool", "threads",
                             "--concurrency", "16", "--queues", ",".join(self.vllm_queues()),

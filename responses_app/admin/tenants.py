@@ -55,7 +55,8 @@ class TenantDailyUsageInline(admin.TabularInline):
 class TenantAdmin(admin.ModelAdmin):
     list_display = ("name", "max_concurrent_background", "requests_per_minute", "max_output_tokens", "created_at")
     search_fields = ("name",)
-    fields = ("name", "max_concurrent_background", "requests_per_minute", "max_output_tokens", "created_at")
+    fields = ("name", "max_concurrent_background", "requests_per_minute", "max_output_tokens",
+              "response_retention_days", "created_at")
     readonly_fields = ("created_at",)
     inlines = [TenantDailyUsageInline]
 

@@ -19,6 +19,18 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiRespo
 from openai.types import Model
 from openai.types.responses import Response, ResponseItemList, ResponseStreamEvent
 from openai.types.responses.response_create_params import ResponseCreateParamsBase
+from openai.types.webhooks import (
+    DeletedWebhookEndpoint,
+    WebhookEndpoint,
+    WebhookEndpointList,
+    WebhookEndpointTestResult,
+    WebhookEndpointWithSecret,
+    WebhookEventTypeList,
+)
+from openai.types.webhooks.webhook_create_params import WebhookCreateParams
+from openai.types.webhooks.webhook_rotate_secret_params import WebhookRotateSecretParams
+from openai.types.webhooks.webhook_test_params import WebhookTestParams
+from openai.types.webhooks.webhook_update_params import WebhookUpdateParams
 from pydantic import TypeAdapter
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
@@ -41,6 +53,16 @@ SDK_TYPES = (
     ("ResponseStreamEvent", ResponseStreamEvent, "serialization"),
     ("Model", Model, "serialization"),
     ("ResponseCreateParams", ResponseCreateParamsBase, "validation"),
+    ("WebhookEndpoint", WebhookEndpoint, "serialization"),
+    ("WebhookEndpointWithSecret", WebhookEndpointWithSecret, "serialization"),
+    ("WebhookEndpointList", WebhookEndpointList, "serialization"),
+    ("WebhookEndpointTestResult", WebhookEndpointTestResult, "serialization"),
+    ("WebhookEventTypeList", WebhookEventTypeList, "serialization"),
+    ("DeletedWebhookEndpoint", DeletedWebhookEndpoint, "serialization"),
+    ("WebhookCreateParams", WebhookCreateParams, "validation"),
+    ("WebhookUpdateParams", WebhookUpdateParams, "validation"),
+    ("WebhookRotateSecretParams", WebhookRotateSecretParams, "validation"),
+    ("WebhookTestParams", WebhookTestParams, "validation"),
 )
 ERROR = {
     "type": "object",
@@ -71,11 +93,6 @@ SSE_EVENT = {
                  "contentSchema": ref("ResponseStreamEvent")},
     },
 }
-RESPONSE_DELETED = {
-    "type": "object",
-    "required": ["id", "object", "deleted"],
-    "properties": {"id": {"type": "string"}, "object": {"const": "response.deleted"}, "deleted": {"type": "boolean"}},
-}
 MODEL_LIST = {
     "type": "object",
     "required": ["object", "data"],
@@ -83,6 +100,47 @@ MODEL_LIST = {
                    "data": {"type": "array", "items": ref("Model")}},
 }
 
+# Scheduled responses are this server's own extension: no SDK type describes them.
+SCHEDULE = {
+    "oneOf": [
+        {"type": "object", "required": ["cron"], "additionalProperties": False,
+         "properties": {"cron": {"type": "string", "description": "5 fields: minute hour day month weekday."},
+                        "timezone": {"type": "string", "default": "UTC"}}},
+        {"type": "object", "required": ["every_seconds"], "additionalProperties": False,
+         "properties": {"every_seconds": {"type": "integer", "minimum": 1}}},
+        {"type": "object", "required": ["at"], "additionalProperties": False,
+         "properties": {"at": {"type": "string", "format": "date-time"}}},
+    ],
+}
+SCHEDULED_RESPONSE = {
+    "type": "object",
+    "required": ["id", "object", "name", "schedule", "request", "enabled", "created_at", "updated_at",
+                 "next_run_at", "last_run_at"],
+    "properties": {
+        "id": {"type": "string"}, "object": {"const": "scheduled_response"}, "name": {"type": "string"},
+        "schedule": SCHEDULE, "request": {"type": "object", "description": "The body of a POST /v1/responses."},
+        "enabled": {"type": "boolean"}, "created_at": {"type": "integer"}, "updated_at": {"type": "integer"},
+        "next_run_at": {"type": ["integer", "null"]}, "last_run_at": {"type": ["integer", "null"]},
+    },
+}
+SCHEDULE_FIELDS = {"name": {"type": "string"}, "schedule": SCHEDULE,
+                   "request": {"type": "object", "description": "The body of a POST /v1/responses."},
+                   "enabled": {"type": "boolean"}}
+SCHEDULE_CREATE_BODY = {"type": "object", "required": ["name", "schedule", "request"],
+                        "properties": SCHEDULE_FIELDS}
+SCHEDULE_UPDATE_BODY = {"type": "object", "properties": SCHEDULE_FIELDS}
+
+
+def list_of(item: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "required": ["object", "data", "first_id", "last_id", "has_more"],
+            "properties": {"object": {"const": "list"}, "data": {"type": "array", "items": item},
+                           "first_id": {"type": ["string", "null"]}, "last_id": {"type": ["string", "null"]},
+                           "has_more": {"type": "boolean"}}}
+
+
+def deleted(object_name: str) -> dict[str, Any]:
+    return {"type": "object", "required": ["id", "object", "deleted"],
+            "properties": {"id": {"type": "string"}, "object": {"const": object_name}, "deleted": {"type": "boolean"}}}
 
 
 def json_or_event_stream(description: str) -> dict[tuple[int, str], OpenApiResponse]:
@@ -117,7 +175,7 @@ RETRIEVE = extend_schema(
     ],
     responses=json_or_event_stream("The response"))
 DELETE = extend_schema(operation_id="deleteResponse", summary="Delete a response",
-                       responses={200: OpenApiResponse(RESPONSE_DELETED)})
+                       responses={200: OpenApiResponse(deleted("response.deleted"))})
 CANCEL = extend_schema(operation_id="cancelResponse", summary="Cancel a background response", request=None,
                        responses={200: OpenApiResponse(ref("Response"))})
 INPUT_ITEMS = extend_schema(
@@ -137,6 +195,51 @@ CONTAINER_FILE = extend_schema(
     operation_id="retrieveContainerFileContent",
     summary="Download a file of a code interpreter container",
     responses={(200, "application/octet-stream"): OpenApiResponse({"type": "string", "contentEncoding": "binary"})})
+
+PAGE = [OpenApiParameter("after", str, description="The id of the last object of the previous page."),
+        OpenApiParameter("limit", int, description="1 to 100 (default 20).")]
+
+
+WEBHOOK_CREATE = extend_schema(operation_id="createWebhookEndpoint", summary="Create a webhook endpoint",
+                               request={"application/json": ref("WebhookCreateParams")},
+                               responses={200: OpenApiResponse(ref("WebhookEndpointWithSecret"))})
+WEBHOOK_LIST = extend_schema(operation_id="listWebhookEndpoints", summary="List webhook endpoints",
+                             parameters=PAGE, responses={200: OpenApiResponse(ref("WebhookEndpointList"))})
+WEBHOOK_RETRIEVE = extend_schema(operation_id="retrieveWebhookEndpoint", summary="Retrieve a webhook endpoint",
+                                 responses={200: OpenApiResponse(ref("WebhookEndpoint"))})
+WEBHOOK_UPDATE = extend_schema(operation_id="updateWebhookEndpoint", summary="Update a webhook endpoint",
+                               request={"application/json": ref("WebhookUpdateParams")},
+                               responses={200: OpenApiResponse(ref("WebhookEndpoint"))})
+WEBHOOK_DELETE = extend_schema(operation_id="deleteWebhookEndpoint", summary="Delete a webhook endpoint",
+                               responses={200: OpenApiResponse(ref("DeletedWebhookEndpoint"))})
+WEBHOOK_ROTATE_SECRET = extend_schema(
+    operation_id="rotateWebhookEndpointSecret", summary="Rotate a webhook endpoint's signing secret",
+    request={"application/json": ref("WebhookRotateSecretParams")},
+    responses={200: OpenApiResponse(ref("WebhookEndpointWithSecret"))})
+WEBHOOK_TEST = extend_schema(operation_id="testWebhookEndpoint", summary="Send a sample event to a webhook endpoint",
+                             request={"application/json": ref("WebhookTestParams")},
+                             responses={200: OpenApiResponse(ref("WebhookEndpointTestResult"))})
+WEBHOOK_EVENT_TYPES = extend_schema(operation_id="listWebhookEventTypes", summary="List the webhook event types",
+                                    responses={200: OpenApiResponse(ref("WebhookEventTypeList"))})
+SCHEDULE_CREATE = extend_schema(
+    operation_id="createScheduledResponse", summary="Create a scheduled response",
+    request={"application/json": SCHEDULE_CREATE_BODY}, responses={200: OpenApiResponse(SCHEDULED_RESPONSE)},
+    examples=[OpenApiExample("Every minute", request_only=True, value={
+        "name": "digest", "schedule": {"every_seconds": 60}, "request": {"model": "echo", "input": "Summarize."}})])
+SCHEDULE_LIST = extend_schema(
+    operation_id="listScheduledResponses", summary="List scheduled responses",
+    parameters=[*PAGE, OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc.")],
+    responses={200: OpenApiResponse(list_of(SCHEDULED_RESPONSE))})
+SCHEDULE_RETRIEVE = extend_schema(operation_id="retrieveScheduledResponse", summary="Retrieve a scheduled response",
+                                  responses={200: OpenApiResponse(SCHEDULED_RESPONSE)})
+SCHEDULE_UPDATE = extend_schema(operation_id="updateScheduledResponse", summary="Update a scheduled response",
+                                request={"application/json": SCHEDULE_UPDATE_BODY},
+                                responses={200: OpenApiResponse(SCHEDULED_RESPONSE)})
+SCHEDULE_DELETE = extend_schema(operation_id="deleteScheduledResponse", summary="Delete a scheduled response",
+                                responses={200: OpenApiResponse(deleted("scheduled_response.deleted"))})
+SCHEDULE_RUNS = extend_schema(
+    operation_id="listScheduledResponseRuns", summary="List the responses a schedule created, newest first",
+    parameters=PAGE, responses={200: OpenApiResponse(list_of(ref("Response")))})
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):

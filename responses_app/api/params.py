@@ -21,6 +21,16 @@ def json_body(request: Request) -> Any:
         raise InvalidRequest(f"We could not parse the JSON body of your request: {error}.") from error
 
 
+def page_params(query: QueryDict, *, orders: bool = False) -> tuple[str | None, int, str]:
+    """(after, limit, order) of a list endpoint; any other query parameter is a 400."""
+    allowed = ("after", "limit", "order") if orders else ("after", "limit")
+    for name in query:
+        if name not in allowed:
+            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
+    limit = int_param(query, "limit", minimum=1, maximum=100) or 20
+    return query.get("after"), limit, order_param(query) if orders else "desc"
+
+
 def bool_param(query: QueryDict, name: str) -> bool:
     value = query.get(name)
     if value in (None, "", "false", "False", "0"):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from responses_app.api import container_files, openapi, views
+from responses_app.api import container_files, openapi, scheduled_responses, views, webhooks
 
 urlpatterns = [
     path("responses", views.ResponsesView.as_view()),
@@ -14,5 +14,13 @@ urlpatterns = [
     path("models", views.ModelsView.as_view()),
     path("models/<str:model_id>", views.ModelView.as_view()),
     path("containers/<str:container_id>/files/<path:path>", container_files.ContainerFileContentView.as_view()),
+    path("webhook_endpoints", webhooks.WebhookEndpointsView.as_view()),
+    path("webhook_endpoints/<str:webhook_endpoint_id>", webhooks.WebhookEndpointView.as_view()),
+    path("webhook_endpoints/<str:webhook_endpoint_id>/rotate_secret", webhooks.WebhookRotateSecretView.as_view()),
+    path("webhook_endpoints/<str:webhook_endpoint_id>/test", webhooks.WebhookTestView.as_view()),
+    path("webhook_event_types", webhooks.WebhookEventTypesView.as_view()),
+    path("scheduled_responses", scheduled_responses.ScheduledResponsesView.as_view()),
+    path("scheduled_responses/<str:scheduled_response_id>", scheduled_responses.ScheduledResponseView.as_view()),
+    path("scheduled_responses/<str:scheduled_response_id>/runs", scheduled_responses.ScheduledRunsView.as_view()),
     path("openapi.json", openapi.OpenApiDocumentView.as_view()),
 ]

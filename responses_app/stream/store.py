@@ -26,6 +26,7 @@ from responses_app.selectors import output_items
 from responses_app.stream import doorbell, event_log
 from responses_app.stream.builder import EventBuilder
 from responses_app.stream.sse import event_json
+from responses_app.webhooks import outbox
 
 INSERT_EVENT = (f"INSERT INTO {ResponseEvent._meta.db_table} (response_id, sequence_number, type, data, created_at) "
                 "VALUES (%s, %s, %s, %s, %s)")
@@ -122,6 +123,7 @@ def end_response(
         response.save(update_fields=TERMINAL_FIELDS)
         _write(response, events, items)
         add_to_daily_usage(response.tenant_id, usage)
+        outbox.response_ended(response)
         event_log.pack_after_commit(response.pk)
     return True
 

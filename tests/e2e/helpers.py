@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import uuid
 from typing import Any
 
 import openai
@@ -63,3 +64,18 @@ def wait_until(predicate, timeout: float = 30, interval: float = 0.2) -> Any:
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         time.sleep(interval)
+
+
+def new_tenant(prefix: str = "tenant", **limits: Any) -> str:
+    """A tenant of the test's own (a fresh name), so that its limits reach nobody else."""
+    from responses_app.models import Tenant
+
+    name = f"{prefix}-{uuid.uuid4().hex[:10]}"
+    Tenant.objects.create(name=name, **limits)
+    return name
+
+
+def new_key(tenant: str, **options: Any) -> str:
+    from responses_app.api_keys import create_api_key
+
+    return create_api_key(tenant, "test key", **options)[1]

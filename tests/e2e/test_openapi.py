@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
+from tests.e2e.webhook_receiver import Receiver
 from tests.live import LiveStack
 
 pytestmark = pytest.mark.core
@@ -26,6 +27,22 @@ REQUEST_TIMEOUT_S = 30
 # 400, so "schema-valid data is accepted" cannot hold for POST /v1/responses.
 EXCLUDED_CHECKS = [schemathesis.checks.positive_data_acceptance]
 
+WEBHOOK_OPERATIONS = {
+    ("POST", "/v1/webhook_endpoints"), ("GET", "/v1/webhook_endpoints"),
+    ("GET", "/v1/webhook_endpoints/{webhook_endpoint_id}"), ("POST", "/v1/webhook_endpoints/{webhook_endpoint_id}"),
+    ("DELETE", "/v1/webhook_endpoints/{webhook_endpoint_id}"),
+    ("POST", "/v1/webhook_endpoints/{webhook_endpoint_id}/rotate_secret"),
+    ("POST", "/v1/webhook_endpoints/{webhook_endpoint_id}/test"), ("GET", "/v1/webhook_event_types"),
+}
+SCHEDULE_OPERATIONS = {
+    ("POST", "/v1/scheduled_responses"), ("GET", "/v1/scheduled_responses"),
+    ("GET", "/v1/scheduled_responses/{scheduled_response_id}"),
+    ("POST", "/v1/scheduled_responses/{scheduled_response_id}"),
+    ("DELETE", "/v1/scheduled_responses/{scheduled_response_id}"),
+    ("GET", "/v1/scheduled_responses/{scheduled_response_id}/runs"),
+}
+
+
 def test_the_document_lists_every_operation_with_its_error_shape(stack: LiveStack):
     document = httpx.get(f"{stack.base_url}/openapi.json", timeout=30).json()
     operations = {(method.upper(), path) for path, methods in document["paths"].items() for method in methods}
@@ -34,6 +51,7 @@ def test_the_document_lists_every_operation_with_its_error_shape(stack: LiveStac
         ("POST", "/v1/responses/{response_id}/cancel"), ("GET", "/v1/responses/{response_id}/input_items"),
         ("GET", "/v1/models"), ("GET", "/v1/models/{model_id}"),
         ("GET", "/v1/containers/{container_id}/files/{path}"),
+        *WEBHOOK_OPERATIONS, *SCHEDULE_OPERATIONS,
     }
     create = document["paths"]["/v1/responses"]["post"]
     assert set(create["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
@@ -48,6 +66,7 @@ OPERATIONS = [
     "POST /v1/responses", "GET /v1/responses/{response_id}", "DELETE /v1/responses/{response_id}",
     "POST /v1/responses/{response_id}/cancel", "GET /v1/responses/{response_id}/input_items",
     "GET /v1/models", "GET /v1/models/{model_id}", "GET /v1/containers/{container_id}/files/{path}",
+    *sorted(f"{method} {path}" for method, path in WEBHOOK_OPERATIONS | SCHEDULE_OPERATIONS),
 ]
 
 
@@ -58,6 +77,19 @@ def with_a_served_model(case: schemathesis.Case) -> schemathesis.Case:
     return case
 
 
+def with_a_served_endpoint(url: str) -> Any:
+    """Generated endpoints point at the test's receiver (so that they pass the URL guard)
+    and subscribe to an event this server sends (the SDK lists many that it does not)."""
+    def change(case: schemathesis.Case) -> schemathesis.Case:
+        if isinstance(case.body, dict):
+            if "url" in case.body:
+                case.body["url"] = url
+            if "event_types" in case.body:
+                case.body["event_types"] = ["response.completed"]
+        return case
+    return change
+
+
 def strategy(operation: schemathesis.APIOperation, label: str, mode: GenerationMode, ids: dict[str, str]) -> Any:
     """Valid requests go to objects that exist (alice's response, the echo model), so that
     their 200s are checked too; invalid ones get whatever is generated."""
@@ -65,6 +97,8 @@ def strategy(operation: schemathesis.APIOperation, label: str, mode: GenerationM
         return operation.as_strategy(generation_mode=mode)
     known = {name: ids[name] for name in re.findall(r"{(\w+)}", label) if name in ids}
     cases = operation.as_strategy(generation_mode=mode, path_parameters=known or None)
+    if label.startswith("POST /v1/webhook_endpoints"):
+        return cases.map(with_a_served_endpoint(ids["url"]))
     if label != "POST /v1/responses":
         return cases
     # The document's own examples too: a body generated from all of the SDK's parameters is
@@ -75,10 +109,18 @@ def strategy(operation: schemathesis.APIOperation, label: str, mode: GenerationM
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 @pytest.mark.parametrize("label", OPERATIONS)
 def test_every_operation_keeps_to_the_document(stack: LiveStack, alice, alice_key: str, label: str,
-                                               mode: GenerationMode):
+                                               mode: GenerationMode, request: pytest.FixtureRequest):
     operation = schemathesis.openapi.from_url(f"{stack.base_url}/openapi.json").find_operation_by_label(label)
     assert operation is not None
-    ids = {"response_id": alice.responses.create(model="echo", input="Hi", background=True).id, "model_id": "echo"}
+    receiver = Receiver()
+    request.addfinalizer(receiver.close)
+    ids = {"response_id": alice.responses.create(model="echo", input="Hi", background=True).id, "model_id": "echo",
+           "url": receiver.url,
+           "webhook_endpoint_id": alice.webhooks.create(name="schemathesis", url=receiver.url,
+                                                        event_types=["response.completed"]).id,
+           "scheduled_response_id": alice.post("/scheduled_responses", cast_to=httpx.Response, body={
+               "name": "schemathesis", "schedule": {"every_seconds": 3600},
+               "request": {"model": "echo", "input": "Hi"}}).json()["id"]}
     headers = {"Authorization": f"Bearer {alice_key}"}
     statuses: list[int] = []
 

@@ -6,7 +6,6 @@ alice, bob or another test, and each quota test shows a second tenant unaffected
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
@@ -16,7 +15,8 @@ import pytest
 from django.utils import timezone
 
 from tests.conftest import sdk_client
-from tests.e2e.helpers import events_of, reasoning_and_answer, wait_for_status
+from tests.e2e import helpers
+from tests.e2e.helpers import events_of, new_key, reasoning_and_answer, wait_for_status
 
 pytestmark = pytest.mark.core
 
@@ -26,17 +26,7 @@ SLOW_METADATA = {"echo_token_delay_ms": "50"}
 
 
 def new_tenant(**limits: Any) -> str:
-    from responses_app.models import Tenant
-
-    name = f"quota-{uuid.uuid4().hex[:10]}"
-    Tenant.objects.create(name=name, **limits)
-    return name
-
-
-def new_key(tenant: str, **options: Any) -> str:
-    from responses_app.api_keys import create_api_key
-
-    return create_api_key(tenant, "test key", **options)[1]
+    return helpers.new_tenant("quota", **limits)
 
 
 def response_count(tenant: str) -> int:

@@ -45,7 +45,7 @@ def tenant() -> Tenant:
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch) -> None:
     """Responses are run here by calling the task code; nothing goes to the broker."""
-    monkeypatch.setattr(services, "send", lambda response, task_id: None)
+    monkeypatch.setattr(services, "send", lambda response, task_id, priority=0: None)
 
 
 def create(tenant: Tenant, **body: Any) -> Response:

@@ -44,7 +44,9 @@ UNSUPPORTED_ITEM_TYPES = frozenset(
     }
 )
 # Known top-level parameters that are refused when set to anything but their default.
-UNSUPPORTED_PARAMETERS = ("conversation", "prompt", "background_options", "context_management")
+UNSUPPORTED_PARAMETERS = ("conversation", "prompt", "context_management")
+COMPLETION_WINDOWS = ("soonest", "2h", "8h")
+MAX_CONTINUATION_ID = 256
 INCLUDE_VALUES = frozenset(
     {
         "code_interpreter_call.outputs",
@@ -86,6 +88,7 @@ KNOWN_PARAMETERS = frozenset(
         "prompt_cache_key",
         "service_tier",
         "include",
+        "background_options",
         *UNSUPPORTED_PARAMETERS,
     }
 )
@@ -138,6 +141,7 @@ def parse_create_request(body: Any) -> CreateRequest:
     input_items = _input(body.get("input"))
     if not input_items and previous_response_id is None:
         raise InvalidRequest("'input' must not be empty.", param="input")
+    completion_window, continuation_id = _background_options(body.get("background_options"), background, stream)
     return CreateRequest(
         model=model,
         input_items=input_items,
@@ -146,7 +150,33 @@ def parse_create_request(body: Any) -> CreateRequest:
         store=store,
         previous_response_id=previous_response_id,
         params=params,
+        completion_window=completion_window,
+        continuation_id=continuation_id,
     )
+
+
+def _background_options(value: Any, background: bool, stream: bool) -> tuple[str, str]:
+    """(completion_window, continuation_id); "2h" and "8h" need background=true and no
+    stream, as the SDK documents."""
+    if value is None:
+        return "soonest", ""
+    if not isinstance(value, dict):
+        raise invalid_type("background_options", "an object", value)
+    for name in value:
+        if name not in ("completion_window", "continuation_id"):
+            raise InvalidRequest(f"Unknown parameter: 'background_options.{name}'.",
+                                 param=f"background_options.{name}", code="unknown_parameter")
+    window = value.get("completion_window") or "soonest"
+    if window not in COMPLETION_WINDOWS:
+        raise InvalidRequest(f"Invalid value for 'background_options.completion_window': {window!r}; expected one "
+                             f"of {', '.join(COMPLETION_WINDOWS)}.", param="background_options.completion_window",
+                             code="invalid_value")
+    if window != "soonest" and (not background or stream):
+        raise InvalidRequest(f"The completion window {window!r} requires background=true and stream=false.",
+                             param="background_options.completion_window")
+    name = "background_options.continuation_id"
+    continuation_id = _optional_str({name: value.get("continuation_id")}, name, max_length=MAX_CONTINUATION_ID) or ""
+    return window, continuation_id
 
 
 # --- scalars ---------------------------------------------------------------------------

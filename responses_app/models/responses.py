@@ -23,6 +23,9 @@ class Tenant(models.Model):
     requests_per_minute = models.PositiveIntegerField(null=True, blank=True, help_text="Creates per minute.")
     max_output_tokens = models.PositiveIntegerField(
         null=True, blank=True, help_text="The most output tokens one response may ask for (and its default).")
+    response_retention_days = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="Days a stored response is kept after it ends (empty: RESPONSE_RETENTION_DAYS; 0: forever).")
 
     def __str__(self) -> str:
         return self.name
@@ -65,6 +68,13 @@ class ResponseStatus(models.TextChoices):
 TERMINAL_STATUSES = frozenset(
     {ResponseStatus.COMPLETED, ResponseStatus.FAILED, ResponseStatus.INCOMPLETE, ResponseStatus.CANCELLED}
 )
+ACTIVE_STATUSES = (ResponseStatus.QUEUED, ResponseStatus.IN_PROGRESS)
+
+
+class DeferredState(models.TextChoices):
+    WAITING = "waiting"
+    RELEASED = "released"
+    PROMOTED = "promoted"
 
 
 def new_response_id() -> str:
@@ -103,10 +113,22 @@ class Response(models.Model):
     # Highest sequence number committed; lets readers and validators avoid COUNT(*).
     last_sequence_number = models.IntegerField(default=-1)
 
+    # A deferred completion window (background_options.completion_window "2h" / "8h"):
+    # the response must end by deadline_at; deferred_state says where the dispatcher
+    # (deferred.py) has it: waiting in the database, released to the broker at the lowest
+    # priority, or promoted to its model's interactive priority. Blank: not deferred.
+    deadline_at = models.DateTimeField(null=True, blank=True)
+    deferred_state = models.CharField(max_length=16, choices=DeferredState.choices, blank=True)
+    # background_options.continuation_id: the deferred responses of one id run in order.
+    continuation_id = models.CharField(max_length=256, blank=True)
+
     class Meta:
         indexes = [
             models.Index(fields=["tenant", "-created_at"]),
             models.Index(fields=["status", "lease_expires_at"]),
+            # The retention purge: a tenant's responses by end time (retention.py).
+            models.Index(fields=["tenant", "completed_at"]),
+            models.Index(fields=["deferred_state", "deadline_at"]),
         ]
 
     def __str__(self) -> str:

@@ -1,0 +1,73 @@
+"""/v1/webhook_endpoints and /v1/webhook_event_types, as ``client.webhooks`` calls them."""
+
+from __future__ import annotations
+
+from django.http import HttpResponseBase, JsonResponse
+from rest_framework.request import Request
+
+from responses_app.api import openapi
+from responses_app.api.base import ApiView
+from responses_app.api.params import json_body, page_params
+from responses_app.asyncdb import db
+from responses_app.webhooks import endpoints
+from responses_app.webhooks.outbox import EVENT_TYPES
+
+
+class WebhookEndpointsView(ApiView):
+    """POST (create) and GET (list) /v1/webhook_endpoints"""
+
+    @openapi.WEBHOOK_CREATE
+    async def post(self, request: Request) -> HttpResponseBase:
+        endpoint = await db(endpoints.create_endpoint)(request.user.tenant, json_body(request))
+        return JsonResponse(endpoints.endpoint_object(endpoint, with_secret=True))
+
+    @openapi.WEBHOOK_LIST
+    async def get(self, request: Request) -> HttpResponseBase:
+        after, limit, _ = page_params(request.query_params)
+        page = await db(endpoints.list_page)(request.user.tenant, after=after, limit=limit)
+        return JsonResponse(page)
+
+
+class WebhookEndpointView(ApiView):
+    """GET, POST (update) and DELETE /v1/webhook_endpoints/{id}"""
+
+    @openapi.WEBHOOK_RETRIEVE
+    async def get(self, request: Request, webhook_endpoint_id: str) -> HttpResponseBase:
+        endpoint = await db(endpoints.get_endpoint)(request.user.tenant, webhook_endpoint_id)
+        return JsonResponse(endpoints.endpoint_object(endpoint))
+
+    @openapi.WEBHOOK_UPDATE
+    async def post(self, request: Request, webhook_endpoint_id: str) -> HttpResponseBase:
+        endpoint = await db(endpoints.update_endpoint)(request.user.tenant, webhook_endpoint_id, json_body(request))
+        return JsonResponse(endpoints.endpoint_object(endpoint))
+
+    @openapi.WEBHOOK_DELETE
+    async def delete(self, request: Request, webhook_endpoint_id: str) -> HttpResponseBase:
+        await db(endpoints.delete_endpoint)(request.user.tenant, webhook_endpoint_id)
+        return JsonResponse({"id": webhook_endpoint_id, "object": "webhook_endpoint.deleted", "deleted": True})
+
+
+class WebhookRotateSecretView(ApiView):
+    """POST /v1/webhook_endpoints/{id}/rotate_secret"""
+
+    @openapi.WEBHOOK_ROTATE_SECRET
+    async def post(self, request: Request, webhook_endpoint_id: str) -> HttpResponseBase:
+        endpoint = await db(endpoints.rotate_secret)(request.user.tenant, webhook_endpoint_id, json_body(request))
+        return JsonResponse(endpoints.endpoint_object(endpoint, with_secret=True))
+
+
+class WebhookTestView(ApiView):
+    """POST /v1/webhook_endpoints/{id}/test"""
+
+    @openapi.WEBHOOK_TEST
+    async def post(self, request: Request, webhook_endpoint_id: str) -> HttpResponseBase:
+        result = await db(endpoints.send_test)(request.user.tenant, webhook_endpoint_id, json_body(request))
+        return JsonResponse(result)
+
+
+class WebhookEventTypesView(ApiView):
+    """GET /v1/webhook_event_types"""
+
+    @openapi.WEBHOOK_EVENT_TYPES
+    async def get(self, request: Request) -> HttpResponseBase:
+        return JsonResponse({"object": "list", "data": list(EVENT_TYPES)})

@@ -1,0 +1,27 @@
+"""The models, by what they persist: responses and their streams, webhooks, schedules."""
+
+from responses_app.models.responses import (
+    ACTIVE_STATUSES,
+    TERMINAL_STATUSES,
+    ApiKey,
+    ApiKeyScope,
+    DeferredState,
+    EventLog,
+    InputItem,
+    OutputItem,
+    Response,
+    ResponseEvent,
+    ResponseStatus,
+    Tenant,
+    TenantDailyUsage,
+    new_response_id,
+)
+from responses_app.models.schedules import RunStatus, ScheduledResponse, ScheduledRun
+from responses_app.models.webhooks import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
+
+__all__ = [
+    "ACTIVE_STATUSES", "TERMINAL_STATUSES", "ApiKey", "ApiKeyScope", "DeferredState", "DeliveryStatus", "EventLog",
+    "InputItem", "OutputItem", "Response", "ResponseEvent", "ResponseStatus", "RunStatus", "ScheduledResponse",
+    "ScheduledRun", "Tenant", "TenantDailyUsage", "WebhookAttempt", "WebhookDelivery", "WebhookEndpoint",
+    "new_response_id",
+]

@@ -1,0 +1,162 @@
+"""Scheduled responses of a tenant: create, read, update, delete, and their runs.
+
+A schedule's request is validated as ``POST /v1/responses`` validates a body, when it is
+saved (and again at each run: runs.py); its schedule becomes a beat entry
+(beat_entries.py) whose enabled flag follows the schedule's.
+"""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+
+from responses_app.errors import InvalidRequest, NotFound, invalid_type
+from responses_app.models import Response, RunStatus, ScheduledResponse, ScheduledRun, Tenant
+from responses_app.models.schedules import new_schedule_id
+from responses_app.schedules.beat_entries import next_run_at, parse_schedule, save_periodic_task
+from responses_app.schedules.runs import run_request
+from responses_app.selectors import render_response
+
+MAX_NAME = 256
+FIELDS = ("name", "schedule", "request", "enabled")
+
+
+def schedule_object(schedule: ScheduledResponse) -> dict[str, Any]:
+    last = schedule.runs.filter(status=RunStatus.CREATED).values_list("created_at", flat=True).first()
+    upcoming = next_run(schedule)
+    return {
+        "id": schedule.pk,
+        "object": "scheduled_response",
+        "name": schedule.name,
+        "schedule": schedule.schedule,
+        "request": schedule.request,
+        "enabled": schedule.enabled,
+        "created_at": int(schedule.created_at.timestamp()),
+        "updated_at": int(schedule.updated_at.timestamp()),
+        "next_run_at": math.ceil(upcoming.timestamp()) if upcoming else None,
+        "last_run_at": int(last.timestamp()) if last else None,
+    }
+
+
+def next_run(schedule: ScheduledResponse) -> datetime | None:
+    last_tick = schedule.runs.filter(manual=False).values_list("tick", flat=True).first()
+    return next_run_at(schedule.periodic_task, last_tick)
+
+
+def get_schedule(tenant: Tenant, schedule_id: str) -> ScheduledResponse:
+    schedule = (ScheduledResponse.objects.select_related("periodic_task__clocked", "periodic_task__interval",
+                                                         "periodic_task__crontab")
+                .filter(tenant=tenant, pk=schedule_id).first())
+    if schedule is None:
+        raise NotFound(f"Scheduled response with id '{schedule_id}' not found.", param="scheduled_response_id")
+    return schedule
+
+
+def list_page(tenant: Tenant, *, after: str | None, limit: int, order: str) -> dict[str, Any]:
+    schedules = ScheduledResponse.objects.filter(tenant=tenant).select_related("periodic_task")
+    if after is not None:
+        cursor = get_schedule(tenant, after).created_at
+        schedules = schedules.filter(created_at__gt=cursor) if order == "asc" else schedules.filter(
+            created_at__lt=cursor)
+    page = list(schedules.order_by("created_at" if order == "asc" else "-created_at")[: limit + 1])
+    return _page([schedule_object(schedule) for schedule in page[:limit]], len(page) > limit)
+
+
+def runs_page(tenant: Tenant, schedule_id: str, *, after: str | None, limit: int) -> dict[str, Any]:
+    """The background responses the schedule created, newest first (as Response objects)."""
+    schedule = get_schedule(tenant, schedule_id)
+    runs = ScheduledRun.objects.filter(scheduled_response=schedule, response__isnull=False)
+    if after is not None:
+        cursor = runs.filter(response_id=after).values_list("created_at", flat=True).first()
+        if cursor is None:
+            raise InvalidRequest(f"No run of this schedule created the response '{after}'.", param="after")
+        runs = runs.filter(created_at__lt=cursor)
+    response_ids = list(runs.order_by("-created_at").values_list("response_id", flat=True)[: limit + 1])
+    responses = Response.objects.in_bulk(response_ids[:limit])
+    data = [render_response(responses[pk]) for pk in response_ids[:limit] if pk in responses]
+    return _page(data, len(response_ids) > limit)
+
+
+def create_schedule(tenant: Tenant, body: Any) -> ScheduledResponse:
+    fields = _fields(body, required=True)
+    schedule = ScheduledResponse(tenant=tenant, id=new_schedule_id(), **fields)
+    _check_request(schedule)
+    with transaction.atomic():
+        schedule.periodic_task = save_periodic_task(None, schedule.pk, schedule.schedule, schedule.enabled)
+        schedule.save()
+    return schedule
+
+
+def update_schedule(tenant: Tenant, schedule_id: str, body: Any) -> ScheduledResponse:
+    fields = _fields(body, required=False)
+    with transaction.atomic():
+        schedule = get_schedule(tenant, schedule_id)
+        schedule_changed = "schedule" in fields and fields["schedule"] != schedule.schedule
+        for name, value in fields.items():
+            setattr(schedule, name, value)
+        _check_request(schedule)
+        if schedule_changed or schedule.periodic_task is None:
+            schedule.periodic_task = save_periodic_task(schedule.periodic_task, schedule.pk, schedule.schedule,
+                                                        schedule.enabled)
+        elif schedule.periodic_task.enabled != schedule.enabled:
+            set_enabled(schedule, schedule.enabled)
+        schedule.save()
+    return schedule
+
+
+def set_enabled(schedule: ScheduledResponse, enabled: bool) -> None:
+    """Enable or disable a schedule and its beat entry (the admin's actions come here too)."""
+    with transaction.atomic():
+        schedule.enabled = enabled
+        schedule.save(update_fields=["enabled", "updated_at"])
+        if schedule.periodic_task is not None:
+            schedule.periodic_task.enabled = enabled
+            schedule.periodic_task.save()  # through save: beat's scheduler watches its signal
+
+
+def delete_schedule(tenant: Tenant, schedule_id: str) -> None:
+    """Delete a schedule and its beat entry; the responses of its runs stay."""
+    with transaction.atomic():
+        schedule = get_schedule(tenant, schedule_id)
+        task = schedule.periodic_task
+        schedule.delete()
+        if task is not None:
+            task.delete()
+
+
+def _check_request(schedule: ScheduledResponse) -> None:
+    run_request(schedule.pk, schedule.request)
+
+
+def _fields(body: Any, *, required: bool) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    for name in body:
+        if name not in FIELDS:
+            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
+    fields: dict[str, Any] = {}
+    for name in FIELDS:
+        if body.get(name) is None:
+            if required and name != "enabled":
+                raise InvalidRequest(f"Missing required parameter: '{name}'.", param=name,
+                                     code="missing_required_parameter")
+            continue
+        fields[name] = body[name]
+    if "name" in fields and (not isinstance(fields["name"], str) or not fields["name"].strip()
+                             or len(fields["name"]) > MAX_NAME):
+        raise invalid_type("name", f"a non-empty string of at most {MAX_NAME} characters", fields["name"])
+    if "schedule" in fields:
+        fields["schedule"] = parse_schedule(fields["schedule"])
+    if "request" in fields and not isinstance(fields["request"], dict):
+        raise invalid_type("request", "an object (the body of a POST /v1/responses)", fields["request"])
+    if "enabled" in fields and not isinstance(fields["enabled"], bool):
+        raise invalid_type("enabled", "a boolean", fields["enabled"])
+    return fields
+
+
+def _page(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+    return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None, "has_more": has_more}

@@ -1,0 +1,172 @@
+"""Webhook endpoints of a tenant, as ``client.webhooks`` manages them: create, retrieve,
+update, list, delete, rotate the secret, send a test event.
+
+Bodies are validated here with OpenAI's 400s; a URL must pass the same SSRF guard as the
+tools' URLs (TOOLS_ALLOWED_PRIVATE_HOSTS lists the private hosts that may be reached).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from responses_app.errors import InvalidRequest, NotFound, invalid_type
+from responses_app.models import DeliveryStatus, Tenant, WebhookEndpoint
+from responses_app.webhooks import delivery
+from responses_app.webhooks.outbox import EVENT_TYPES, sample_delivery
+from responses_app.webhooks.signing import new_secret, secret_hint
+from tools_app.url_guard import UrlRefused, check_url
+
+MAX_NAME = 256
+MAX_URL = 2048
+PREVIOUS_SECRET_KEPT = timedelta(hours=24)
+
+
+def endpoint_object(endpoint: WebhookEndpoint, *, with_secret: bool = False) -> dict[str, Any]:
+    """The WebhookEndpoint (or, with the secret, WebhookEndpointWithSecret) object."""
+    data: dict[str, Any] = {
+        "id": endpoint.pk,
+        "object": "webhook_endpoint",
+        "name": endpoint.name,
+        "url": endpoint.url,
+        "event_types": endpoint.event_types,
+        "signing_secret_hint": secret_hint(endpoint.signing_secret),
+        "created_at": int(endpoint.created_at.timestamp()),
+        "updated_at": int(endpoint.updated_at.timestamp()),
+    }
+    if with_secret:
+        data["signing_secret"] = endpoint.signing_secret
+    return data
+
+
+def get_endpoint(tenant: Tenant, endpoint_id: str) -> WebhookEndpoint:
+    endpoint = WebhookEndpoint.objects.filter(tenant=tenant, pk=endpoint_id).first()
+    if endpoint is None:
+        raise NotFound(f"Webhook endpoint with id '{endpoint_id}' not found.", param="webhook_endpoint_id")
+    return endpoint
+
+
+def list_page(tenant: Tenant, *, after: str | None, limit: int) -> dict[str, Any]:
+    """Newest first, in the SDK's cursor-page shape."""
+    endpoints = WebhookEndpoint.objects.filter(tenant=tenant)
+    if after is not None:
+        cursor = get_endpoint(tenant, after)
+        endpoints = endpoints.filter(created_at__lte=cursor.created_at).exclude(
+            created_at=cursor.created_at, pk__gte=cursor.pk)
+    page = list(endpoints.order_by("-created_at", "-pk")[: limit + 1])
+    data = [endpoint_object(endpoint) for endpoint in page[:limit]]
+    return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None, "has_more": len(page) > limit}
+
+
+def create_endpoint(tenant: Tenant, body: Any) -> WebhookEndpoint:
+    fields = _fields(body, required=True)
+    return WebhookEndpoint.objects.create(tenant=tenant, signing_secret=new_secret(), **fields)
+
+
+def update_endpoint(tenant: Tenant, endpoint_id: str, body: Any) -> WebhookEndpoint:
+    fields = _fields(body, required=False)
+    with transaction.atomic():
+        endpoint = get_endpoint(tenant, endpoint_id)
+        changed = {name: value for name, value in fields.items() if getattr(endpoint, name) != value}
+        if changed:  # an unchanged update does not advance updated_at (the SDK documents it)
+            for name, value in changed.items():
+                setattr(endpoint, name, value)
+            endpoint.updated_at = timezone.now()
+            endpoint.save()
+    return endpoint
+
+
+def delete_endpoint(tenant: Tenant, endpoint_id: str) -> None:
+    get_endpoint(tenant, endpoint_id).delete()
+
+
+def rotate_secret(tenant: Tenant, endpoint_id: str, body: Any) -> WebhookEndpoint:
+    body = _object(body or {})
+    keep = body.get("keep_old_secret_active_for_24_hours", False)
+    if not isinstance(keep, bool):
+        raise invalid_type("keep_old_secret_active_for_24_hours", "a boolean", keep)
+    with transaction.atomic():
+        endpoint = get_endpoint(tenant, endpoint_id)
+        endpoint.previous_signing_secret = endpoint.signing_secret if keep else ""
+        endpoint.previous_secret_expires_at = timezone.now() + PREVIOUS_SECRET_KEPT if keep else None
+        endpoint.signing_secret = new_secret()
+        endpoint.updated_at = timezone.now()
+        endpoint.save()
+    return endpoint
+
+
+def send_test(tenant: Tenant, endpoint_id: str, body: Any) -> dict[str, Any]:
+    """Send a sample event now, once, and answer with the receiver's status code (the
+    attempt is in the delivery log like any other)."""
+    body = _object(body)
+    event_type = body.get("event_type")
+    if event_type not in EVENT_TYPES:
+        raise InvalidRequest(f"'event_type' must be one of {', '.join(EVENT_TYPES)}.", param="event_type")
+    endpoint = get_endpoint(tenant, endpoint_id)
+    sample = sample_delivery(endpoint, event_type)
+    attempt = delivery.post(sample)
+    attempt.save()
+    sample.attempts = 1
+    sample.status = DeliveryStatus.DELIVERED if attempt.status_code and attempt.status_code < 300 \
+        else DeliveryStatus.FAILED
+    sample.save(update_fields=["attempts", "status"])
+    if attempt.status_code is None:
+        raise InvalidRequest(f"The webhook endpoint could not be reached: {attempt.error}", param="url",
+                             code="webhook_endpoint_unreachable")
+    return {"object": "webhook_endpoint.test", "webhook_endpoint_id": endpoint.pk, "event_type": event_type,
+            "status_code": attempt.status_code, "success": True}
+
+
+def _object(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    return body
+
+
+def _fields(body: Any, *, required: bool) -> dict[str, Any]:
+    body = _object(body)
+    for name in body:
+        if name not in ("name", "url", "event_types"):
+            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
+    fields: dict[str, Any] = {}
+    for name in ("name", "url", "event_types"):
+        if body.get(name) is None:
+            if required:
+                raise InvalidRequest(f"Missing required parameter: '{name}'.", param=name,
+                                     code="missing_required_parameter")
+            continue
+        fields[name] = body[name]
+    if "name" in fields:
+        _string(fields["name"], "name", MAX_NAME)
+    if "url" in fields:
+        _string(fields["url"], "url", MAX_URL)
+        try:
+            check_url(fields["url"])
+        except UrlRefused as refused:
+            raise InvalidRequest(f"The webhook URL is not allowed: {refused.message}.", param="url",
+                                 code="invalid_url") from None
+    if "event_types" in fields:
+        fields["event_types"] = _event_types(fields["event_types"])
+    return fields
+
+
+def _string(value: Any, name: str, max_length: int) -> None:
+    if not isinstance(value, str) or not value.strip():
+        raise invalid_type(name, "a non-empty string", value)
+    if len(value) > max_length:
+        raise InvalidRequest(f"'{name}' is longer than {max_length} characters.", param=name,
+                             code="string_above_max_length")
+
+
+def _event_types(value: Any) -> list[str]:
+    if not isinstance(value, list) or not value:
+        raise invalid_type("event_types", "a non-empty array of event types", value)
+    for index, event_type in enumerate(value):
+        if event_type not in EVENT_TYPES:
+            raise InvalidRequest(f"Event type {event_type!r} is not sent by this server; it sends "
+                                 f"{', '.join(EVENT_TYPES)}.", param=f"event_types[{index}]")
+    return list(dict.fromkeys(value))

@@ -1,0 +1,67 @@
+"""The webhook events of responses, written where a response ends.
+
+``response_ended`` runs inside the transaction of stream/store.end_response: the
+delivery rows commit with the terminal status or not at all, and their first attempt is
+sent to the webhooks queue once that commits. Nothing here touches the network, so a
+slow or dead receiver never delays a response.
+
+As in OpenAI's API, background responses notify (a client waiting on a foreground one
+already has its answer), and only the endpoints of the response's own tenant.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from responses_app.models import Response, ResponseStatus, WebhookDelivery, WebhookEndpoint, new_response_id
+from responses_app.models.webhooks import new_event_id
+from responses_app.webhooks import delivery
+
+RESPONSE_EVENT_TYPES = {
+    ResponseStatus.COMPLETED: "response.completed",
+    ResponseStatus.FAILED: "response.failed",
+    ResponseStatus.CANCELLED: "response.cancelled",
+    ResponseStatus.INCOMPLETE: "response.incomplete",
+}
+# What this server sends (GET /v1/webhook_event_types); endpoints subscribe to these.
+EVENT_TYPES = tuple(RESPONSE_EVENT_TYPES.values())
+
+
+def event_payload(event_id: str, event_type: str, response_id: str, at: datetime) -> str:
+    """The body of a delivery, in OpenAI's shape (the SDK's Response*WebhookEvent types)."""
+    body: dict[str, Any] = {"id": event_id, "object": "event", "created_at": int(at.timestamp()), "type": event_type,
+                            "data": {"id": response_id}}
+    return json.dumps(body, separators=(",", ":"))
+
+
+def response_ended(response: Response) -> None:
+    """Record the deliveries of ``response``'s terminal event (inside the ending transaction)."""
+    event_type = RESPONSE_EVENT_TYPES.get(response.status)
+    if not response.background or event_type is None:
+        return
+    endpoints = [endpoint for endpoint in WebhookEndpoint.objects.filter(tenant_id=response.tenant_id)
+                 if event_type in endpoint.event_types]
+    if not endpoints:
+        return
+    event_id = new_event_id()
+    payload = event_payload(event_id, event_type, response.pk, response.completed_at)
+    deliveries = WebhookDelivery.objects.bulk_create(
+        WebhookDelivery(endpoint=endpoint, event_id=event_id, event_type=event_type, response_id=response.pk,
+                        payload=payload, next_attempt_at=response.completed_at)
+        for endpoint in endpoints
+    )
+    ids = [row.pk for row in deliveries]
+    transaction.on_commit(lambda: delivery.send_attempts(ids))
+
+
+def sample_delivery(endpoint: WebhookEndpoint, event_type: str) -> WebhookDelivery:
+    """A delivery of a sample event for ``client.webhooks.test`` (its response id is made up)."""
+    event_id = new_event_id()
+    return WebhookDelivery.objects.create(
+        endpoint=endpoint, event_id=event_id, event_type=event_type, response_id="",
+        payload=event_payload(event_id, event_type, new_response_id(), timezone.now()), next_attempt_at=None)
