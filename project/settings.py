@@ -223,6 +223,8 @@ WEBHOOK_TIMEOUT_S = env_float("WEBHOOK_TIMEOUT_S", 10.0)
 WEBHOOK_RETRY_BASE_S = env_float("WEBHOOK_RETRY_BASE_S", 30.0)
 WEBHOOK_RETRY_MAX_S = env_float("WEBHOOK_RETRY_MAX_S", 6 * 3600)
 WEBHOOK_RETRY_WINDOW_S = env_float("WEBHOOK_RETRY_WINDOW_S", 72 * 3600)
+# Attempts of one endpoint queued or running at once: a backlog of one never fills the queue.
+WEBHOOK_MAX_QUEUED_PER_ENDPOINT = int(env_float("WEBHOOK_MAX_QUEUED_PER_ENDPOINT", 4))
 
 HARMONY_VOCAB_DIR = Path(os.environ.get("HARMONY_VOCAB_DIR", BASE_DIR / ".cache" / "harmony"))
 

@@ -7,7 +7,7 @@ from typing import Any
 from responses_app.errors import InvalidRequest, NotFound
 from responses_app.models import InputItem, OutputItem, Response, Tenant
 from responses_app.retention import unexpired
-from responses_app.wire_objects import item_object, response_object
+from responses_app.wire_objects import item_object, list_object, response_object
 
 
 def get_response(tenant: Tenant, response_id: str) -> Response:
@@ -42,14 +42,7 @@ def input_items_page(response: Response, *, after: str | None, limit: int, order
         items = items.filter(position__gt=cursor) if order == "asc" else items.filter(position__lt=cursor)
     items = items.order_by("position" if order == "asc" else "-position")
     page = list(items[: limit + 1])
-    data = [item_object(item.data) for item in page[:limit]]
-    return {
-        "object": "list",
-        "data": data,
-        "first_id": data[0]["id"] if data else None,
-        "last_id": data[-1]["id"] if data else None,
-        "has_more": len(page) > limit,
-    }
+    return list_object([item_object(item.data) for item in page[:limit]], len(page) > limit)
 
 
 def response_by_id(response_id: str) -> Response | None:

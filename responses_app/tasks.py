@@ -61,4 +61,4 @@ def deliver_webhook(delivery_id: int) -> None:
 
 @shared_task(name="responses_app.tasks.send_due_webhooks")
 def send_due_webhooks() -> int:
-    return webhook_delivery.send_due()
+    return webhook_delivery.queue_due()

@@ -89,6 +89,12 @@ def public_tool(tool: dict[str, Any]) -> dict[str, Any]:
     return {key: value for key, value in tool.items() if key not in ("headers", "authorization")}
 
 
+def list_object(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
+    """One page of a list endpoint, in OpenAI's cursor-page shape."""
+    return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
+            "last_id": data[-1]["id"] if data else None, "has_more": has_more}
+
+
 def model_object(model_id: str) -> dict[str, Any]:
     """A served model as ``GET /v1/models`` lists it."""
     return {"id": model_id, "object": "model", "created": 0, "owned_by": "gpt-oss-responses"}

@@ -11,9 +11,9 @@ from django.test import override_settings
 from django.utils import timezone
 
 from responses_app import deferred, services
-from responses_app.api.validation.create import parse_create_request
 from responses_app.models import DeferredState, Response, RunStatus, ScheduledRun, Tenant
 from responses_app.schedules import runs, service
+from responses_app.validation.create import parse_create_request
 from responses_app.webhooks.delivery import retry_delay
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]

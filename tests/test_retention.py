@@ -13,10 +13,10 @@ from django.test import override_settings
 from django.utils import timezone
 
 from responses_app import retention, selectors, services
-from responses_app.api.validation.create import parse_create_request
 from responses_app.errors import NotFound
 from responses_app.models import EventLog, InputItem, OutputItem, Response, ResponseEvent, ResponseStatus, Tenant
 from responses_app.stream.store import end_response
+from responses_app.validation.create import parse_create_request
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
 

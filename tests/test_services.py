@@ -17,7 +17,6 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from responses_app import services
-from responses_app.api.validation.create import parse_create_request
 from responses_app.api_keys import create_api_key
 from responses_app.conversation import prompt_request
 from responses_app.errors import InvalidRequest, NotFound
@@ -26,6 +25,7 @@ from responses_app.harmony.prompt import render_prompt
 from responses_app.models import InputItem, OutputItem, Response, ResponseEvent, ResponseStatus, Tenant
 from responses_app.stream.builder import EventBuilder
 from responses_app.stream.store import LeaseLost, end_response, save_batch
+from responses_app.validation.create import parse_create_request
 from responses_app.worker.cancel_watch import CancelWatch
 from responses_app.worker.claim import claim
 from responses_app.worker.run import run_response

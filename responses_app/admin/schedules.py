@@ -61,6 +61,7 @@ class ScheduledResponseAdmin(admin.ModelAdmin):
         for schedule in queryset:
             run = runs.run_scheduled(schedule.pk, manual=True)
             if run is not None and run.status == RunStatus.CREATED:
+                self.log_change(request, schedule, f"Ran now as {run.response_id}.")
                 self.message_user(request, f"{schedule.name}: created {run.response_id}.", messages.SUCCESS)
             else:
                 reason = run.reason if run is not None else "the schedule is gone"
@@ -70,11 +71,13 @@ class ScheduledResponseAdmin(admin.ModelAdmin):
     def enable(self, request: HttpRequest, queryset: QuerySet[ScheduledResponse]) -> None:
         for schedule in queryset:
             service.set_enabled(schedule, True)
+            self.log_change(request, schedule, "Enabled.")
 
     @admin.action(description="Disable")
     def disable(self, request: HttpRequest, queryset: QuerySet[ScheduledResponse]) -> None:
         for schedule in queryset:
             service.set_enabled(schedule, False)
+            self.log_change(request, schedule, "Disabled.")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False  # created through the API, where the request is validated

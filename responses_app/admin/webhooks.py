@@ -51,6 +51,7 @@ class WebhookDeliveryAdmin(admin.ModelAdmin):
     def send_again(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
         for row in queryset:
             delivery.send_again(row)
+            self.log_change(request, row, "Sent again.")
         self.message_user(request, f"{len(queryset)} delivery(ies) queued again.", messages.SUCCESS)
 
     def has_add_permission(self, request: HttpRequest) -> bool:

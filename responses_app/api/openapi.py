@@ -37,7 +37,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from responses_app.api.base import IgnoreAccept
-from responses_app.api.validation.create import SUPPORTED_INCLUDE_VALUES
+from responses_app.validation.create import SUPPORTED_INCLUDE_VALUES
 
 REF = "#/components/schemas/{model}"
 

@@ -8,8 +8,8 @@ from typing import Any
 from django.http import QueryDict
 from rest_framework.request import Request
 
-from responses_app.api.validation.create import SUPPORTED_INCLUDE_VALUES
 from responses_app.errors import InvalidRequest
+from responses_app.validation.create import SUPPORTED_INCLUDE_VALUES
 
 
 def json_body(request: Request) -> Any:

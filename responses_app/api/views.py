@@ -15,13 +15,13 @@ from responses_app.api import openapi
 from responses_app.api.base import ApiView
 from responses_app.api.params import bool_param, include_param, int_param, json_body, order_param
 from responses_app.api.throttling import TenantCreateThrottle
-from responses_app.api.validation.create import parse_create_request
 from responses_app.asyncdb import db
 from responses_app.errors import InvalidRequest, NotFound
 from responses_app.models import Response
 from responses_app.stream.event_log import Frames
 from responses_app.stream.reader import ResponseGone, follow_frames, wait_until_finished
 from responses_app.stream.sse import sse_frame, sse_response
+from responses_app.validation.create import parse_create_request
 from responses_app.wire_objects import model_object
 
 CANCEL_WAIT_S = 5.0

@@ -60,14 +60,15 @@ class WebhookDelivery(models.Model):
     payload = models.TextField()
     status = models.CharField(max_length=16, choices=DeliveryStatus.choices, default=DeliveryStatus.PENDING)
     attempts = models.PositiveIntegerField(default=0)
-    # When the next attempt is due; a claimed attempt pushes it out by the attempt's
-    # timeout, so a worker lost mid-attempt is retried, and never two at once.
+    # When the next attempt is due, and when a task for it was queued (null: none is). A
+    # queued attempt older than the attempt timeout is taken for lost and queued again.
     next_attempt_at = models.DateTimeField(null=True, blank=True)
+    queued_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     delivered_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        indexes = [models.Index(fields=["status", "next_attempt_at"])]
+        indexes = [models.Index(fields=["status", "next_attempt_at"]), models.Index(fields=["endpoint", "status"])]
         verbose_name_plural = "webhook deliveries"
 
 

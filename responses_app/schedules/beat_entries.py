@@ -83,7 +83,9 @@ def next_run_at(task: PeriodicTask | None, last_tick: datetime | None) -> dateti
     if task.interval is not None:
         start = last_tick or task.date_changed or now
         return max(now, start + timedelta(seconds=task.interval.every))
-    return now + task.schedule.remaining_estimate(now)
+    # Cron times are whole minutes; the estimate is off by the microseconds between two clocks.
+    at = now + task.schedule.remaining_estimate(now)
+    return (at + timedelta(milliseconds=500)).replace(microsecond=0)
 
 
 def _cron(expression: Any) -> dict[str, str]:

@@ -21,10 +21,10 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from responses_app import quotas, services
-from responses_app.api.validation.create import parse_create_request
 from responses_app.errors import APIError, InvalidRequest
 from responses_app.models import RunStatus, ScheduledResponse, ScheduledRun
 from responses_app.services import CreateRequest
+from responses_app.validation.create import parse_create_request
 
 log = logging.getLogger(__name__)
 SCHEDULE_METADATA_KEY = "scheduled_response_id"

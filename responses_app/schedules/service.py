@@ -19,6 +19,7 @@ from responses_app.models.schedules import new_schedule_id
 from responses_app.schedules.beat_entries import next_run_at, parse_schedule, save_periodic_task
 from responses_app.schedules.runs import run_request
 from responses_app.selectors import render_response
+from responses_app.wire_objects import list_object
 
 MAX_NAME = 256
 FIELDS = ("name", "schedule", "request", "enabled")
@@ -62,7 +63,7 @@ def list_page(tenant: Tenant, *, after: str | None, limit: int, order: str) -> d
         schedules = schedules.filter(created_at__gt=cursor) if order == "asc" else schedules.filter(
             created_at__lt=cursor)
     page = list(schedules.order_by("created_at" if order == "asc" else "-created_at")[: limit + 1])
-    return _page([schedule_object(schedule) for schedule in page[:limit]], len(page) > limit)
+    return list_object([schedule_object(schedule) for schedule in page[:limit]], len(page) > limit)
 
 
 def runs_page(tenant: Tenant, schedule_id: str, *, after: str | None, limit: int) -> dict[str, Any]:
@@ -77,7 +78,7 @@ def runs_page(tenant: Tenant, schedule_id: str, *, after: str | None, limit: int
     response_ids = list(runs.order_by("-created_at").values_list("response_id", flat=True)[: limit + 1])
     responses = Response.objects.in_bulk(response_ids[:limit])
     data = [render_response(responses[pk]) for pk in response_ids[:limit] if pk in responses]
-    return _page(data, len(response_ids) > limit)
+    return list_object(data, len(response_ids) > limit)
 
 
 def create_schedule(tenant: Tenant, body: Any) -> ScheduledResponse:
@@ -156,7 +157,3 @@ def _fields(body: Any, *, required: bool) -> dict[str, Any]:
         raise invalid_type("enabled", "a boolean", fields["enabled"])
     return fields
 
-
-def _page(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
-    return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-            "last_id": data[-1]["id"] if data else None, "has_more": has_more}

@@ -1,15 +1,20 @@
-"""Delivery of webhook events: at least once, signed, retried with backoff.
+"""Delivery of webhook events: at least once, signed, retried with backoff, and fair.
 
-Each attempt is a Celery task on the WEBHOOK_QUEUE (``deliver_webhook``). It claims the
-delivery with a compare-and-set on ``next_attempt_at`` (pushed past the attempt's own
-timeout, so that a worker lost mid-attempt is retried by the sweep and two attempts never
-overlap), POSTs the exact stored body with fresh Standard Webhooks headers, the same
-``webhook-id`` each time, and records the attempt. A 2xx delivers it; anything else is
+Each attempt is a Celery task on the WEBHOOK_QUEUE (``deliver_webhook``). Attempts are
+queued by ``queue_due``: the due deliveries, oldest first, but at most
+WEBHOOK_MAX_QUEUED_PER_ENDPOINT queued or running per endpoint, so that an endpoint with
+a backlog (a dead receiver, a burst) never fills the queue ahead of another endpoint's,
+another tenant's, deliveries. It runs when a response's deliveries are written, after
+each attempt (for that endpoint's next one) and on beat (``WEBHOOK_SWEEP_INTERVAL_S``).
+Marking a delivery queued is a compare-and-set, so two sweeps never queue it twice; one
+queued longer ago than an attempt can take is taken for lost and queued again.
+
+An attempt POSTs the exact stored body with fresh Standard Webhooks headers, the same
+``webhook-id`` each time, and records itself. A 2xx delivers it; anything else is
 retried after WEBHOOK_RETRY_BASE_S · 2^(n-1) seconds (at most WEBHOOK_RETRY_MAX_S), with
 jitter so that the retries of one outage do not arrive together, until the delivery is
-WEBHOOK_RETRY_WINDOW_S old. The sweep (``send_due``, on beat) sends the attempts that
-are due. URLs are checked by the tools' SSRF guard on every attempt, and connections go
-only to the addresses that it checked.
+WEBHOOK_RETRY_WINDOW_S old. URLs are checked by the tools' SSRF guard on every attempt,
+and connections go only to the addresses that it checked.
 """
 
 from __future__ import annotations
@@ -18,13 +23,13 @@ import asyncio
 import logging
 import random
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import httpx2
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, F, Q
 from django.utils import timezone
 
 from responses_app.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -34,9 +39,9 @@ from tools_app.url_guard import UrlRefused, guarded_http_client
 log = logging.getLogger(__name__)
 
 DELIVER_TASK = "responses_app.tasks.deliver_webhook"
-# Beyond its timeout, the time an attempt's claim lasts (recording the outcome).
-CLAIM_MARGIN_S = 30.0
-# The sweep sends at most this many due attempts per run.
+# Beyond its timeout, how long a queued attempt may take to start and record its outcome.
+QUEUED_MARGIN_S = 60.0
+# One pass queues at most this many attempts.
 SWEEP_LIMIT = 1000
 MAX_ERROR_LENGTH = 500
 
@@ -47,37 +52,42 @@ def retry_delay(failed_attempts: int) -> float:
     return delay * random.uniform(0.5, 1.0)
 
 
-def send_attempts(delivery_ids: list[int]) -> None:
-    """Queue an attempt of each delivery; one that cannot be queued now is the sweep's."""
-    for delivery_id in delivery_ids:
-        try:
-            current_app.send_task(DELIVER_TASK, args=[delivery_id], queue=settings.WEBHOOK_QUEUE)
-        except Exception as error:
-            log.warning("webhook delivery %s not queued (%s); the sweep will send it", delivery_id, error)
-            return
-
-
-def send_due() -> int:
-    """Queue an attempt of every pending delivery that is due."""
-    due = list(WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=timezone.now())
-               .order_by("next_attempt_at").values_list("pk", flat=True)[:SWEEP_LIMIT])
-    send_attempts(due)
-    return len(due)
+def queue_due(endpoint_ids: list[str] | None = None) -> int:
+    """Queue an attempt of each due delivery (of ``endpoint_ids``, or of every endpoint)
+    within each endpoint's share; returns how many were queued."""
+    now = timezone.now()
+    pending = WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING)
+    if endpoint_ids is not None:
+        pending = pending.filter(endpoint_id__in=endpoint_ids)
+    fresh = Q(queued_at__gt=_lost_before(now))
+    busy = dict(pending.filter(fresh).values("endpoint_id").annotate(n=Count("pk")).values_list("endpoint_id", "n"))
+    due = (pending.filter(next_attempt_at__lte=now).exclude(fresh).order_by("next_attempt_at")
+           .values_list("pk", "endpoint_id")[:SWEEP_LIMIT])
+    queued = 0
+    for delivery_id, endpoint_id in due:
+        if busy.get(endpoint_id, 0) >= settings.WEBHOOK_MAX_QUEUED_PER_ENDPOINT:
+            continue
+        marked = (WebhookDelivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING).exclude(fresh)
+                  .update(queued_at=now))
+        if marked and _send(delivery_id):
+            busy[endpoint_id] = busy.get(endpoint_id, 0) + 1
+            queued += 1
+    return queued
 
 
 def send_again(delivery: WebhookDelivery) -> None:
     """An operator's "send again": a new attempt now, with the same webhook-id and body."""
     WebhookDelivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.PENDING,
-                                                          next_attempt_at=timezone.now())
-    send_attempts([delivery.pk])
+                                                          next_attempt_at=timezone.now(), queued_at=None)
+    queue_due([delivery.endpoint_id])
 
 
 def deliver(delivery_id: int) -> None:
-    """One attempt of a delivery, if it is due and no other attempt holds it."""
+    """One attempt of a queued delivery, then the next of its endpoint's due ones."""
     now = timezone.now()
-    claimed = WebhookDelivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
-    if not claimed.update(next_attempt_at=now + timedelta(seconds=settings.WEBHOOK_TIMEOUT_S + CLAIM_MARGIN_S),
-                          attempts=F("attempts") + 1):
+    claimed = WebhookDelivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING,
+                                             queued_at__gt=_lost_before(now))
+    if not claimed.update(attempts=F("attempts") + 1):
         return
     delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
     attempt = post(delivery)
@@ -93,7 +103,9 @@ def deliver(delivery_id: int) -> None:
                             delivery.endpoint.url, delivery.attempts)
             else:
                 delivery.next_attempt_at = next_at
-        delivery.save(update_fields=["status", "delivered_at", "next_attempt_at"])
+        delivery.queued_at = None
+        delivery.save(update_fields=["status", "delivered_at", "next_attempt_at", "queued_at"])
+    queue_due([delivery.endpoint_id])
 
 
 def post(delivery: WebhookDelivery) -> WebhookAttempt:
@@ -119,6 +131,19 @@ def signing_secrets(endpoint: WebhookEndpoint) -> list[str]:
     keep_previous = (endpoint.previous_signing_secret and endpoint.previous_secret_expires_at
                      and endpoint.previous_secret_expires_at > timezone.now())
     return [endpoint.signing_secret, endpoint.previous_signing_secret] if keep_previous else [endpoint.signing_secret]
+
+
+def _lost_before(now: datetime) -> datetime:
+    return now - timedelta(seconds=settings.WEBHOOK_TIMEOUT_S + QUEUED_MARGIN_S)
+
+
+def _send(delivery_id: int) -> bool:
+    try:
+        current_app.send_task(DELIVER_TASK, args=[delivery_id], queue=settings.WEBHOOK_QUEUE)
+    except Exception as error:  # the broker is down: the mark lapses and a later sweep sends it
+        log.warning("webhook delivery %s not queued (%s)", delivery_id, error)
+        return False
+    return True
 
 
 async def _post(url: str, body: str, headers: dict[str, str]) -> int:

@@ -18,6 +18,7 @@ from responses_app.models import DeliveryStatus, Tenant, WebhookEndpoint
 from responses_app.webhooks import delivery
 from responses_app.webhooks.outbox import EVENT_TYPES, sample_delivery
 from responses_app.webhooks.signing import new_secret, secret_hint
+from responses_app.wire_objects import list_object
 from tools_app.url_guard import UrlRefused, check_url
 
 MAX_NAME = 256
@@ -57,9 +58,7 @@ def list_page(tenant: Tenant, *, after: str | None, limit: int) -> dict[str, Any
         endpoints = endpoints.filter(created_at__lte=cursor.created_at).exclude(
             created_at=cursor.created_at, pk__gte=cursor.pk)
     page = list(endpoints.order_by("-created_at", "-pk")[: limit + 1])
-    data = [endpoint_object(endpoint) for endpoint in page[:limit]]
-    return {"object": "list", "data": data, "first_id": data[0]["id"] if data else None,
-            "last_id": data[-1]["id"] if data else None, "has_more": len(page) > limit}
+    return list_object([endpoint_object(endpoint) for endpoint in page[:limit]], len(page) > limit)
 
 
 def create_endpoint(tenant: Tenant, body: Any) -> WebhookEndpoint:

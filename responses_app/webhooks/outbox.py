@@ -1,8 +1,8 @@
 """The webhook events of responses, written where a response ends.
 
 ``response_ended`` runs inside the transaction of stream/store.end_response: the
-delivery rows commit with the terminal status or not at all, and their first attempt is
-sent to the webhooks queue once that commits. Nothing here touches the network, so a
+delivery rows commit with the terminal status or not at all, and their first attempts are
+queued once that commits (delivery.queue_due). Nothing here touches the network, so a
 slow or dead receiver never delays a response.
 
 As in OpenAI's API, background responses notify (a client waiting on a foreground one
@@ -22,6 +22,7 @@ from responses_app.models import Response, ResponseStatus, WebhookDelivery, Webh
 from responses_app.models.webhooks import new_event_id
 from responses_app.webhooks import delivery
 
+# Unlike a stream (stream/builder.TERMINAL_EVENT), webhooks have response.cancelled.
 RESPONSE_EVENT_TYPES = {
     ResponseStatus.COMPLETED: "response.completed",
     ResponseStatus.FAILED: "response.failed",
@@ -50,13 +51,13 @@ def response_ended(response: Response) -> None:
         return
     event_id = new_event_id()
     payload = event_payload(event_id, event_type, response.pk, response.completed_at)
-    deliveries = WebhookDelivery.objects.bulk_create(
+    WebhookDelivery.objects.bulk_create(
         WebhookDelivery(endpoint=endpoint, event_id=event_id, event_type=event_type, response_id=response.pk,
                         payload=payload, next_attempt_at=response.completed_at)
         for endpoint in endpoints
     )
-    ids = [row.pk for row in deliveries]
-    transaction.on_commit(lambda: delivery.send_attempts(ids))
+    endpoint_ids = [endpoint.pk for endpoint in endpoints]
+    transaction.on_commit(lambda: delivery.queue_due(endpoint_ids))
 
 
 def sample_delivery(endpoint: WebhookEndpoint, event_type: str) -> WebhookDelivery:

@@ -8,9 +8,9 @@ import pytest
 from django.contrib.auth.models import Permission, User
 
 from responses_app import services
-from responses_app.api.validation.create import parse_create_request
 from responses_app.api_keys import create_api_key
 from responses_app.models import Response, Tenant
+from responses_app.validation.create import parse_create_request
 
 OPERATOR_PASSWORD = "operator-pw-1"
 VIEWER_PASSWORD = "viewer-pw-1"

@@ -16,6 +16,8 @@ from tests.conftest import sdk_client
 from tests.e2e.helpers import new_key, new_tenant, wait_for_status, wait_until
 from tests.live import STACK_ENV
 
+pytestmark = pytest.mark.core
+
 DEFERRED = {"completion_window": "2h"}
 SLOW = {"echo_token_delay_ms": "40"}  # about 2 s for SLOW_INPUT
 SLOW_INPUT = "Take your time with this one please. " * 6

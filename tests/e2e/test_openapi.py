@@ -70,6 +70,17 @@ OPERATIONS = [
 ]
 
 
+def remove_jobs_of_alice() -> None:
+    """The schedules and webhook endpoints that generated requests made: they would go on
+    creating responses and deliveries for the rest of the session."""
+    from responses_app.models import ScheduledResponse, WebhookEndpoint
+    from responses_app.schedules.service import delete_schedule
+
+    for schedule in ScheduledResponse.objects.filter(tenant__name="alice").select_related("tenant"):
+        delete_schedule(schedule.tenant, schedule.pk)
+    WebhookEndpoint.objects.filter(tenant__name="alice").delete()
+
+
 def with_a_served_model(case: schemathesis.Case) -> schemathesis.Case:
     """Generated creates name a model that exists, so that some get past validation and run."""
     if isinstance(case.body, dict):
@@ -109,11 +120,12 @@ def strategy(operation: schemathesis.APIOperation, label: str, mode: GenerationM
 @pytest.mark.parametrize("mode", [GenerationMode.POSITIVE, GenerationMode.NEGATIVE])
 @pytest.mark.parametrize("label", OPERATIONS)
 def test_every_operation_keeps_to_the_document(stack: LiveStack, alice, alice_key: str, label: str,
-                                               mode: GenerationMode, request: pytest.FixtureRequest):
+                                               mode: GenerationMode, request: pytest.FixtureRequest, db_access):
     operation = schemathesis.openapi.from_url(f"{stack.base_url}/openapi.json").find_operation_by_label(label)
     assert operation is not None
     receiver = Receiver()
     request.addfinalizer(receiver.close)
+    request.addfinalizer(remove_jobs_of_alice)
     ids = {"response_id": alice.responses.create(model="echo", input="Hi", background=True).id, "model_id": "echo",
            "url": receiver.url,
            "webhook_endpoint_id": alice.webhooks.create(name="schemathesis", url=receiver.url,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -17,6 +18,8 @@ from django.utils import timezone
 from tests.conftest import sdk_client
 from tests.e2e.helpers import new_key, new_tenant, wait_for_status, wait_until
 from tests.live import LOG_DIR, ROOT, LiveStack
+
+pytestmark = pytest.mark.core
 
 REQUEST = {"model": "echo", "input": "Write the daily digest.", "metadata": {"team": "ops"}}
 
@@ -38,8 +41,15 @@ class Api:
 
 
 @pytest.fixture
-def tenant(db_access) -> str:
-    return new_tenant("schedules")
+def tenant(db_access) -> Iterator[str]:
+    """A tenant of the test's own; its schedules are deleted after the test."""
+    from responses_app.models import ScheduledResponse
+    from responses_app.schedules.service import delete_schedule
+
+    name = new_tenant("schedules")
+    yield name
+    for schedule in ScheduledResponse.objects.filter(tenant__name=name).select_related("tenant"):
+        delete_schedule(schedule.tenant, schedule.pk)
 
 
 @pytest.fixture

@@ -6,6 +6,7 @@ and SSRF-guarded."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import openai
@@ -14,6 +15,8 @@ import pytest
 from tests.conftest import sdk_client
 from tests.e2e.helpers import new_key, new_tenant, wait_for_status, wait_until
 from tests.e2e.webhook_receiver import Receiver
+
+pytestmark = pytest.mark.core
 
 RESPONSE_TYPES = ["response.completed", "response.failed", "response.cancelled", "response.incomplete"]
 SLOW_METADATA = {"echo_token_delay_ms": "50"}
@@ -176,15 +179,20 @@ def test_endpoints_receive_only_their_event_types_and_their_tenants_responses(
 
 def test_a_dead_receiver_delays_neither_the_response_nor_another_tenants_delivery(
         stack, carol: openai.OpenAI, receiver: Receiver, db_access):
+    from django.conf import settings
+
     hanging = Receiver(delay_s=30)  # longer than the attempt timeout (3 s here)
     try:
         other = sdk_client(stack, new_key(new_tenant("webhooks")))
         other.webhooks.create(name="dead", url=hanging.url, event_types=["response.completed"])
         carol.webhooks.create(name="ok", url=receiver.url, event_types=["response.completed"])
-        theirs = [other.responses.create(model="echo", input=f"theirs {n}", background=True) for n in range(4)]
+        theirs = [other.responses.create(model="echo", input=f"theirs {n}", background=True) for n in range(20)]
         for response in theirs:
             wait_for_status(other, response.id, {"completed"}, timeout=20)
         wait_until(lambda: len(hanging.received) >= 4, timeout=20)  # their attempts are now hanging
+        time.sleep(1)  # less than the attempt timeout: none of those 4 has ended yet
+        # Their backlog of 20 waits its turn in the database, not in the queue ahead of others.
+        assert len(hanging.received) == settings.WEBHOOK_MAX_QUEUED_PER_ENDPOINT
         mine = carol.responses.create(model="echo", input="mine", background=True)
         finished = wait_for_status(carol, mine.id, {"completed"}, timeout=10)
         wait_until(lambda: receiver.received, timeout=5)

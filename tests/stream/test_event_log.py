@@ -9,7 +9,6 @@ import asyncio
 import pytest
 
 from responses_app import services
-from responses_app.api.validation.create import parse_create_request
 from responses_app.api_keys import create_api_key
 from responses_app.asyncdb import db
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
@@ -18,6 +17,7 @@ from responses_app.stream import event_log
 from responses_app.stream.builder import EventBuilder
 from responses_app.stream.reader import follow_frames
 from responses_app.stream.store import end_response, save_batch
+from responses_app.validation.create import parse_create_request
 from responses_app.worker.claim import claim
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.core]

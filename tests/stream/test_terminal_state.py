@@ -15,12 +15,12 @@ from django.test import override_settings
 from django.utils import timezone
 
 from responses_app import selectors, services
-from responses_app.api.validation.create import parse_create_request
 from responses_app.api_keys import create_api_key
 from responses_app.harmony.parser import ContentDelta, MessageStarted
 from responses_app.models import OutputItem, Response, ResponseEvent, ResponseStatus, Tenant, TenantDailyUsage
 from responses_app.stream.builder import TERMINAL_EVENT, EventBuilder
 from responses_app.stream.store import save_batch
+from responses_app.validation.create import parse_create_request
 from responses_app.worker import run as worker_run
 from responses_app.worker.claim import claim
 from responses_app.worker.run import run_response

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from responses_app.api.validation.mcp_tool import validate_mcp_tool
 from responses_app.errors import InvalidRequest, invalid_type
 from responses_app.ids import new_id
 from responses_app.tool_types import NAME_PATTERN, WEB_SEARCH_TYPES
+from responses_app.validation.mcp_tool import validate_mcp_tool
 
 # Tool types of the Responses API that this server does not run (yet).
 UNSUPPORTED_TOOL_TYPES = frozenset({"file_search", "image_generation", "computer_use", "computer_use_preview",

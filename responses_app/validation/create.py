@@ -11,12 +11,12 @@ from typing import Any
 
 from django.conf import settings
 
-from responses_app.api.validation.json_schema import check_json_schema
-from responses_app.api.validation.tools import approval_response_item, validate_tool_choice, validate_tools
 from responses_app.errors import InvalidRequest, invalid_type
 from responses_app.ids import new_id
 from responses_app.services import CreateRequest
 from responses_app.tool_types import NAME_PATTERN
+from responses_app.validation.json_schema import check_json_schema
+from responses_app.validation.tools import approval_response_item, validate_tool_choice, validate_tools
 
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")
 REASONING_EFFORTS = ("low", "medium", "high")
