@@ -67,9 +67,13 @@ def run_rows(schedule_id: str) -> list:
     return list(ScheduledRun.objects.filter(scheduled_response_id=schedule_id, manual=False).order_by("created_at"))
 
 
-def assert_one_run_per_tick(schedule_id: str, every_s: float) -> None:
+def run_gaps(schedule_id: str) -> list[float]:
     rows = run_rows(schedule_id)
-    gaps = [(b.created_at - a.created_at).total_seconds() for a, b in zip(rows, rows[1:], strict=False)]
+    return [(b.created_at - a.created_at).total_seconds() for a, b in zip(rows, rows[1:], strict=False)]
+
+
+def assert_one_run_per_tick(schedule_id: str, every_s: float) -> None:
+    gaps = run_gaps(schedule_id)
     assert all(gap >= every_s / 2 for gap in gaps), gaps
 
 
@@ -84,6 +88,8 @@ def test_a_recurring_schedule_runs_ordinary_background_responses(carol: openai.O
     assert {**fetched, "next_run_at": None} == {**schedule, "next_run_at": None}
 
     listed = wait_until(lambda: (page := runs(api, schedule["id"])) and len(page) >= 3 and page, timeout=30)
+    # At the right times: every 2 s (beat looks every second here; a busy worker may lag).
+    assert all(1 <= gap <= 4 for gap in run_gaps(schedule["id"])), run_gaps(schedule["id"])
     created = [run["created_at"] for run in listed]
     assert created == sorted(created, reverse=True)  # newest first
     for run in listed:
@@ -157,7 +163,7 @@ def test_a_one_off_schedule_runs_once_at_its_time(carol: openai.OpenAI, db_acces
                                                  "request": REQUEST})
     assert schedule["next_run_at"] == pytest.approx(at.timestamp(), abs=1)
     [run] = wait_until(lambda: runs(api, schedule["id"]), timeout=20)
-    assert run["created_at"] >= int(at.timestamp())
+    assert int(at.timestamp()) <= run["created_at"] <= at.timestamp() + 3
     time.sleep(4)
     assert len(runs(api, schedule["id"])) == 1
     assert api.get(f"/scheduled_responses/{schedule['id']}")["next_run_at"] is None

@@ -9,6 +9,7 @@ import json
 import time
 from collections.abc import Iterator
 
+import httpx
 import openai
 import pytest
 
@@ -199,6 +200,19 @@ def test_a_dead_receiver_delays_neither_the_response_nor_another_tenants_deliver
         assert json.loads(receiver.received[0].body)["data"]["id"] == finished.id
     finally:
         hanging.close()
+
+
+def test_a_scheduled_run_notifies_like_any_background_response(carol: openai.OpenAI, receiver: Receiver):
+    carol.webhooks.create(name="ops", url=receiver.url, event_types=["response.completed"])
+    schedule = carol.post("/scheduled_responses", cast_to=httpx.Response, body={
+        "name": "notify", "schedule": {"every_seconds": 2}, "request": {"model": "echo", "input": "Run"}}).json()
+    try:
+        wait_until(lambda: receiver.received, timeout=20)
+        event = json.loads(receiver.received[0].body)
+        run = carol.responses.retrieve(event["data"]["id"])
+        assert run.metadata["scheduled_response_id"] == schedule["id"] and run.status == "completed"
+    finally:
+        carol.delete(f"/scheduled_responses/{schedule['id']}", cast_to=httpx.Response)
 
 
 def test_a_test_event_reports_the_receivers_status_code(carol: openai.OpenAI, receiver: Receiver):
