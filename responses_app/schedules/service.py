@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import transaction
+from django.db.models import QuerySet
 
 from responses_app.errors import InvalidRequest, NotFound, invalid_type
 from responses_app.models import Response, RunStatus, ScheduledResponse, ScheduledRun, Tenant
@@ -47,17 +48,21 @@ def next_run(schedule: ScheduledResponse) -> datetime | None:
     return next_run_at(schedule.periodic_task, last_tick)
 
 
+def _schedules(tenant: Tenant) -> QuerySet[ScheduledResponse]:
+    # With the beat entry and its schedule, which next_run_at reads.
+    return ScheduledResponse.objects.filter(tenant=tenant).select_related(
+        "periodic_task__clocked", "periodic_task__interval", "periodic_task__crontab")
+
+
 def get_schedule(tenant: Tenant, schedule_id: str) -> ScheduledResponse:
-    schedule = (ScheduledResponse.objects.select_related("periodic_task__clocked", "periodic_task__interval",
-                                                         "periodic_task__crontab")
-                .filter(tenant=tenant, pk=schedule_id).first())
+    schedule = _schedules(tenant).filter(pk=schedule_id).first()
     if schedule is None:
         raise NotFound(f"Scheduled response with id '{schedule_id}' not found.", param="scheduled_response_id")
     return schedule
 
 
 def list_page(tenant: Tenant, *, after: str | None, limit: int, order: str) -> dict[str, Any]:
-    schedules = ScheduledResponse.objects.filter(tenant=tenant).select_related("periodic_task")
+    schedules = _schedules(tenant)
     if after is not None:
         cursor = get_schedule(tenant, after).created_at
         schedules = schedules.filter(created_at__gt=cursor) if order == "asc" else schedules.filter(
@@ -84,7 +89,7 @@ def runs_page(tenant: Tenant, schedule_id: str, *, after: str | None, limit: int
 def create_schedule(tenant: Tenant, body: Any) -> ScheduledResponse:
     fields = _fields(body, required=True)
     schedule = ScheduledResponse(tenant=tenant, id=new_schedule_id(), **fields)
-    _check_request(schedule)
+    run_request(schedule.pk, schedule.request)
     with transaction.atomic():
         schedule.periodic_task = save_periodic_task(None, schedule.pk, schedule.schedule, schedule.enabled)
         schedule.save()
@@ -98,7 +103,7 @@ def update_schedule(tenant: Tenant, schedule_id: str, body: Any) -> ScheduledRes
         schedule_changed = "schedule" in fields and fields["schedule"] != schedule.schedule
         for name, value in fields.items():
             setattr(schedule, name, value)
-        _check_request(schedule)
+        run_request(schedule.pk, schedule.request)
         if schedule_changed or schedule.periodic_task is None:
             schedule.periodic_task = save_periodic_task(schedule.periodic_task, schedule.pk, schedule.schedule,
                                                         schedule.enabled)
@@ -126,10 +131,6 @@ def delete_schedule(tenant: Tenant, schedule_id: str) -> None:
         schedule.delete()
         if task is not None:
             task.delete()
-
-
-def _check_request(schedule: ScheduledResponse) -> None:
-    run_request(schedule.pk, schedule.request)
 
 
 def _fields(body: Any, *, required: bool) -> dict[str, Any]:

@@ -6,8 +6,9 @@ WEBHOOK_MAX_QUEUED_PER_ENDPOINT queued or running per endpoint, so that an endpo
 a backlog (a dead receiver, a burst) never fills the queue ahead of another endpoint's,
 another tenant's, deliveries. It runs when a response's deliveries are written, after
 each attempt (for that endpoint's next one) and on beat (``WEBHOOK_SWEEP_INTERVAL_S``).
-Marking a delivery queued is a compare-and-set, so two sweeps never queue it twice; one
-queued longer ago than an attempt can take is taken for lost and queued again.
+Each endpoint's share is counted and marked under its row lock, so passes that run at
+once never queue more; a delivery queued longer ago than an attempt can take is taken for
+lost and queued again.
 
 An attempt POSTs the exact stored body with fresh Standard Webhooks headers, the same
 ``webhook-id`` each time, and records itself. A 2xx delivers it; anything else is
@@ -29,7 +30,7 @@ import httpx2
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Count, F, Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from responses_app.models import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
@@ -56,23 +57,30 @@ def queue_due(endpoint_ids: list[str] | None = None) -> int:
     """Queue an attempt of each due delivery (of ``endpoint_ids``, or of every endpoint)
     within each endpoint's share; returns how many were queued."""
     now = timezone.now()
-    pending = WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING)
+    due = (WebhookDelivery.objects.filter(status=DeliveryStatus.PENDING, next_attempt_at__lte=now)
+           .exclude(queued_at__gt=_lost_before(now)))
     if endpoint_ids is not None:
-        pending = pending.filter(endpoint_id__in=endpoint_ids)
-    fresh = Q(queued_at__gt=_lost_before(now))
-    busy = dict(pending.filter(fresh).values("endpoint_id").annotate(n=Count("pk")).values_list("endpoint_id", "n"))
-    due = (pending.filter(next_attempt_at__lte=now).exclude(fresh).order_by("next_attempt_at")
-           .values_list("pk", "endpoint_id")[:SWEEP_LIMIT])
-    queued = 0
-    for delivery_id, endpoint_id in due:
-        if busy.get(endpoint_id, 0) >= settings.WEBHOOK_MAX_QUEUED_PER_ENDPOINT:
-            continue
-        marked = (WebhookDelivery.objects.filter(pk=delivery_id, status=DeliveryStatus.PENDING).exclude(fresh)
-                  .update(queued_at=now))
-        if marked and _send(delivery_id):
-            busy[endpoint_id] = busy.get(endpoint_id, 0) + 1
-            queued += 1
-    return queued
+        due = due.filter(endpoint_id__in=endpoint_ids)
+    endpoints = set(due.values_list("endpoint_id", flat=True)[:SWEEP_LIMIT])
+    return sum(_queue_for_endpoint(endpoint_id, now) for endpoint_id in endpoints)
+
+
+def _queue_for_endpoint(endpoint_id: str, now: datetime) -> int:
+    with transaction.atomic():
+        # Under the endpoint's row lock: the passes that run at once (responses ending,
+        # attempts finishing, the sweep) count and mark its share one after another.
+        if WebhookEndpoint.objects.select_for_update().filter(pk=endpoint_id).first() is None:
+            return 0
+        pending = WebhookDelivery.objects.filter(endpoint_id=endpoint_id, status=DeliveryStatus.PENDING)
+        queued = Q(queued_at__gt=_lost_before(now))
+        room = settings.WEBHOOK_MAX_QUEUED_PER_ENDPOINT - pending.filter(queued).count()
+        if room <= 0:
+            return 0
+        ids = list(pending.filter(next_attempt_at__lte=now).exclude(queued).order_by("next_attempt_at")
+                   .values_list("pk", flat=True)[:room])
+        pending.filter(pk__in=ids).update(queued_at=now)
+        transaction.on_commit(lambda: [_send(delivery_id) for delivery_id in ids])
+    return len(ids)
 
 
 def send_again(delivery: WebhookDelivery) -> None:
@@ -137,13 +145,11 @@ def _lost_before(now: datetime) -> datetime:
     return now - timedelta(seconds=settings.WEBHOOK_TIMEOUT_S + QUEUED_MARGIN_S)
 
 
-def _send(delivery_id: int) -> bool:
+def _send(delivery_id: int) -> None:
     try:
         current_app.send_task(DELIVER_TASK, args=[delivery_id], queue=settings.WEBHOOK_QUEUE)
     except Exception as error:  # the broker is down: the mark lapses and a later sweep sends it
         log.warning("webhook delivery %s not queued (%s)", delivery_id, error)
-        return False
-    return True
 
 
 async def _post(url: str, body: str, headers: dict[str, str]) -> int:
