@@ -81,3 +81,8 @@ class WebhookAttempt(models.Model):
 
     class Meta:
         ordering = ["attempted_at"]
+
+    @property
+    def succeeded(self) -> bool:
+        """A 2xx delivers the event; anything else (no answer included) is retried."""
+        return self.status_code is not None and 200 <= self.status_code < 300

@@ -17,6 +17,7 @@ from django.db.models import QuerySet
 from responses_app.errors import InvalidRequest, NotFound, invalid_type
 from responses_app.models import Response, RunStatus, ScheduledResponse, ScheduledRun, Tenant
 from responses_app.models.schedules import new_schedule_id
+from responses_app.request_body import body_fields
 from responses_app.schedules.beat_entries import next_run_at, parse_schedule, save_periodic_task
 from responses_app.schedules.runs import run_request
 from responses_app.selectors import render_response
@@ -24,6 +25,7 @@ from responses_app.wire_objects import list_object
 
 MAX_NAME = 256
 FIELDS = ("name", "schedule", "request", "enabled")
+REQUIRED = ("name", "schedule", "request")
 
 
 def schedule_object(schedule: ScheduledResponse) -> dict[str, Any]:
@@ -134,19 +136,7 @@ def delete_schedule(tenant: Tenant, schedule_id: str) -> None:
 
 
 def _fields(body: Any, *, required: bool) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise InvalidRequest("The request body must be a JSON object.")
-    for name in body:
-        if name not in FIELDS:
-            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
-    fields: dict[str, Any] = {}
-    for name in FIELDS:
-        if body.get(name) is None:
-            if required and name != "enabled":
-                raise InvalidRequest(f"Missing required parameter: '{name}'.", param=name,
-                                     code="missing_required_parameter")
-            continue
-        fields[name] = body[name]
+    fields = body_fields(body, FIELDS, required=REQUIRED if required else ())
     if "name" in fields and (not isinstance(fields["name"], str) or not fields["name"].strip()
                              or len(fields["name"]) > MAX_NAME):
         raise invalid_type("name", f"a non-empty string of at most {MAX_NAME} characters", fields["name"])

@@ -101,7 +101,7 @@ def deliver(delivery_id: int) -> None:
     attempt = post(delivery)
     with transaction.atomic():
         attempt.save()
-        if attempt.status_code is not None and 200 <= attempt.status_code < 300:
+        if attempt.succeeded:
             delivery.status, delivery.delivered_at, delivery.next_attempt_at = DeliveryStatus.DELIVERED, now, None
         else:
             next_at = timezone.now() + timedelta(seconds=retry_delay(delivery.attempts))

@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from responses_app.errors import InvalidRequest, NotFound, invalid_type
 from responses_app.models import DeliveryStatus, Tenant, WebhookEndpoint
+from responses_app.request_body import body_fields, json_object
 from responses_app.webhooks import delivery
 from responses_app.webhooks.outbox import EVENT_TYPES, sample_delivery
 from responses_app.webhooks.signing import new_secret, secret_hint
@@ -24,6 +25,7 @@ from tools_app.url_guard import UrlRefused, check_url
 MAX_NAME = 256
 MAX_URL = 2048
 PREVIOUS_SECRET_KEPT = timedelta(hours=24)
+FIELDS = ("name", "url", "event_types")
 
 
 def endpoint_object(endpoint: WebhookEndpoint, *, with_secret: bool = False) -> dict[str, Any]:
@@ -84,7 +86,7 @@ def delete_endpoint(tenant: Tenant, endpoint_id: str) -> None:
 
 
 def rotate_secret(tenant: Tenant, endpoint_id: str, body: Any) -> WebhookEndpoint:
-    body = _object(body or {})
+    body = json_object(body or {})
     keep = body.get("keep_old_secret_active_for_24_hours", False)
     if not isinstance(keep, bool):
         raise invalid_type("keep_old_secret_active_for_24_hours", "a boolean", keep)
@@ -101,7 +103,7 @@ def rotate_secret(tenant: Tenant, endpoint_id: str, body: Any) -> WebhookEndpoin
 def send_test(tenant: Tenant, endpoint_id: str, body: Any) -> dict[str, Any]:
     """Send a sample event now, once, and answer with the receiver's status code (the
     attempt is in the delivery log like any other)."""
-    body = _object(body)
+    body = json_object(body)
     event_type = body.get("event_type")
     if event_type not in EVENT_TYPES:
         raise InvalidRequest(f"'event_type' must be one of {', '.join(EVENT_TYPES)}.", param="event_type")
@@ -110,8 +112,7 @@ def send_test(tenant: Tenant, endpoint_id: str, body: Any) -> dict[str, Any]:
     attempt = delivery.post(sample)
     attempt.save()
     sample.attempts = 1
-    sample.status = DeliveryStatus.DELIVERED if attempt.status_code and attempt.status_code < 300 \
-        else DeliveryStatus.FAILED
+    sample.status = DeliveryStatus.DELIVERED if attempt.succeeded else DeliveryStatus.FAILED
     sample.save(update_fields=["attempts", "status"])
     if attempt.status_code is None:
         raise InvalidRequest(f"The webhook endpoint could not be reached: {attempt.error}", param="url",
@@ -120,25 +121,8 @@ def send_test(tenant: Tenant, endpoint_id: str, body: Any) -> dict[str, Any]:
             "status_code": attempt.status_code, "success": True}
 
 
-def _object(body: Any) -> dict[str, Any]:
-    if not isinstance(body, dict):
-        raise InvalidRequest("The request body must be a JSON object.")
-    return body
-
-
 def _fields(body: Any, *, required: bool) -> dict[str, Any]:
-    body = _object(body)
-    for name in body:
-        if name not in ("name", "url", "event_types"):
-            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
-    fields: dict[str, Any] = {}
-    for name in ("name", "url", "event_types"):
-        if body.get(name) is None:
-            if required:
-                raise InvalidRequest(f"Missing required parameter: '{name}'.", param=name,
-                                     code="missing_required_parameter")
-            continue
-        fields[name] = body[name]
+    fields = body_fields(body, FIELDS, required=FIELDS if required else ())
     if "name" in fields:
         _string(fields["name"], "name", MAX_NAME)
     if "url" in fields:

@@ -1,0 +1,28 @@
+"""The fields of a JSON request body, with OpenAI's 400s for what is missing or unknown."""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from typing import Any
+
+from responses_app.errors import InvalidRequest
+
+
+def json_object(body: Any) -> dict[str, Any]:
+    if not isinstance(body, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    return body
+
+
+def body_fields(body: Any, names: Collection[str], required: Collection[str] = ()) -> dict[str, Any]:
+    """The fields of ``body`` that are set (not null), each one of ``names``; a 400 for
+    any other field and for each of ``required`` that is missing or null."""
+    body = json_object(body)
+    for name in body:
+        if name not in names:
+            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
+    for name in required:
+        if body.get(name) is None:
+            raise InvalidRequest(f"Missing required parameter: '{name}'.", param=name,
+                                 code="missing_required_parameter")
+    return {name: body[name] for name in names if body.get(name) is not None}
