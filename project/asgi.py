@@ -1,4 +1,5 @@
-"""ASGI entry point served by Daphne: HTTP goes to Django (API, SSE, admin)."""
+"""ASGI entry point served by Daphne: HTTP goes to Django (API, SSE, admin), WebSocket
+to the Responses WebSocket at /v1/responses (client.responses.connect())."""
 
 from __future__ import annotations
 
@@ -10,10 +11,13 @@ from django.core.asgi import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "project.settings")
 django_asgi_app = get_asgi_application()
 
-from channels.routing import ProtocolTypeRouter  # noqa: E402  (needs Django set up)
+from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402  (needs Django set up)
 from django.conf import settings  # noqa: E402
 from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: E402
 from django.core.handlers.asgi import ASGIHandler  # noqa: E402
+from django.urls import path  # noqa: E402
+
+from responses_app.api.websocket.consumer import ResponsesSocket  # noqa: E402
 
 API_PREFIX = "/v1/"
 
@@ -49,6 +53,7 @@ class APIRouter:
 
 # The admin's CSS and JS come straight from the installed apps, so the operator console
 # works under Daphne alone; a deployment with a CDN or proxy may serve `collectstatic` instead.
-application = ProtocolTypeRouter(
-    {"http": ASGIStaticFilesHandler(APIRouter(api=APIHandler(), console=django_asgi_app))}
-)
+application = ProtocolTypeRouter({
+    "http": ASGIStaticFilesHandler(APIRouter(api=APIHandler(), console=django_asgi_app)),
+    "websocket": URLRouter([path("v1/responses", ResponsesSocket.as_asgi())]),
+})

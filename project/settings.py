@@ -170,6 +170,7 @@ CELERY_BEAT_SCHEDULE = {
     "purge-expired-responses": _every("purge_expired_responses", env_float("RETENTION_INTERVAL_S", 300.0)),
     "dispatch-deferred-responses": _every("dispatch_deferred", env_float("DEFERRED_DISPATCH_INTERVAL_S", 2.0)),
     "send-due-webhooks": _every("send_due_webhooks", env_float("WEBHOOK_SWEEP_INTERVAL_S", 10.0)),
+    "cancel-detached-responses": _every("cancel_detached", env_float("DETACHED_SWEEP_INTERVAL_S", 5.0)),
     "expire-idle-containers": {
         "task": "tools_app.tasks.expire_idle_containers",
         "schedule": max(1, round(env_float("CONTAINER_EXPIRY_INTERVAL_S", 60.0))),
@@ -192,6 +193,14 @@ RESPONSE_MAX_ATTEMPTS = int(os.environ.get("RESPONSE_MAX_ATTEMPTS", "3"))
 # Events are committed at most this long after they are produced.
 EVENT_FLUSH_INTERVAL_S = env_float("EVENT_FLUSH_INTERVAL_S", 0.05)
 SSE_KEEPALIVE_S = env_float("SSE_KEEPALIVE_S", 15.0)
+# The Responses WebSocket: a foreground response whose socket went away is cancelled when
+# no socket of its session resumes it within WS_RESUME_GRACE_S (the SDK's reconnect, five
+# tries with backoff up to 8 s, fits well inside 30 s); steering input queued per response
+# is capped; the server's delivery cursor of a session (for a resume without one of the
+# client's own) is kept in Redis this long.
+WS_RESUME_GRACE_S = env_float("WS_RESUME_GRACE_S", 30.0)
+WS_MAX_PENDING_STEERS = int(env_float("WS_MAX_PENDING_STEERS", 8))
+WS_CURSOR_TTL_S = int(env_float("WS_CURSOR_TTL_S", 3600))
 # Database threads of one web process (responses_app/asyncdb.py): for requests' own work
 # (creates, retrieves) and, apart, for the reads of the streams that follow responses.
 WEB_REQUEST_DB_THREADS = int(env_float("WEB_REQUEST_DB_THREADS", 8))

@@ -25,9 +25,9 @@ from django.db.models import Q
 from django.utils import timezone
 
 from responses_app import broker
-from responses_app.models import DeferredState, Response, ResponseStatus
-from responses_app.services import try_enqueue
+from responses_app.models import ACTIVE_STATUSES, DeferredState, Response, ResponseStatus
 from responses_app.stream.store import end_response
+from responses_app.task_queue import try_enqueue
 
 log = logging.getLogger(__name__)
 # A response created this long ago that is not marked enqueued (its create's send failed
@@ -37,9 +37,10 @@ log = logging.getLogger(__name__)
 ENQUEUE_GRACE_S = 2.0
 # The sweep looks at this many waiting responses per model at most (the newest first).
 MAX_WAITING = 10_000
-# Deferred responses that wait by design (deferred.py): the dispatcher, not this sweep,
-# sends them, and a lost low-priority message is made good by their promotion.
-NOT_YET_DUE = (DeferredState.WAITING, DeferredState.RELEASED)
+# Responses that wait by design: deferred ones (deferred.py), which the dispatcher sends
+# and whose lost low-priority message is made good by their promotion, and a WebSocket
+# lane's, sent when the response before them ends (lanes.py).
+NOT_YET_DUE = (DeferredState.WAITING, DeferredState.RELEASED, DeferredState.LANE)
 
 
 def redeliver_unclaimed() -> dict[str, int]:
@@ -68,6 +69,9 @@ def _never_sent(now: datetime) -> list[Response]:
     grace = now - timedelta(seconds=ENQUEUE_GRACE_S)
     return list(Response.objects.filter(status=ResponseStatus.QUEUED, enqueued_at__isnull=True)
                 .exclude(deferred_state=DeferredState.WAITING)
+                # A lane's response waits for the one before it; once that one has ended it
+                # is due (its release is sent where that one ended; this is the safety net).
+                .exclude(deferred_state=DeferredState.LANE, lane_after__status__in=ACTIVE_STATUSES)
                 .filter(Q(attempts__gt=0) | Q(created_at__lt=grace)).only("id", "model"))
 
 

@@ -14,23 +14,24 @@ from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
-from celery import current_app
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, Subquery
 from django.utils import timezone
 
-from responses_app import quotas
+from responses_app import lanes, quotas, steering
 from responses_app.conversation import check_prompt, history, previous_chain
-from responses_app.cooldown import Cooldown
-from responses_app.errors import InvalidRequest, NotFound
+from responses_app.errors import APIError, InvalidRequest, NotFound
 from responses_app.models import (
+    ACTIVE_STATUSES,
     TERMINAL_STATUSES,
     DeferredState,
     InputItem,
     OutputItem,
     Response,
     ResponseStatus,
+    ResponseSteer,
+    SteerState,
     Tenant,
 )
 from responses_app.retention import unexpired
@@ -38,16 +39,9 @@ from responses_app.selectors import input_items
 from responses_app.stream import doorbell
 from responses_app.stream.builder import EventBuilder
 from responses_app.stream.store import end_response, insert_events
+from responses_app.task_queue import try_enqueue, try_send
 
 log = logging.getLogger(__name__)
-
-RUN_RESPONSE_TASK = "responses_app.tasks.run_response"
-# Redis's broker takes a worker's next message from the lowest priority number first, over
-# all the queues it consumes: deferred responses wait behind every interactive one.
-INTERACTIVE_PRIORITY = 0
-DEFERRED_PRIORITY = 9
-BROKER_COOLDOWN_S = 2.0
-_broker_cooldown = Cooldown(BROKER_COOLDOWN_S)
 
 
 @dataclass
@@ -64,6 +58,13 @@ class CreateRequest:
     # background_options: "soonest" runs now; "2h" / "8h" are deferred (deferred.py).
     completion_window: str = "soonest"
     continuation_id: str = ""
+    # Over the Responses WebSocket: the socket session and lane (stream_id) the response
+    # belongs to and the socket following it. ``joins_lane``: it waits behind the lane's
+    # running response (a steered successor runs next instead: continue_steered).
+    socket_session: str = ""
+    stream_id: str = ""
+    socket_id: str = ""
+    joins_lane: bool = True
 
 
 def create_response(tenant: Tenant, request: CreateRequest) -> Response:
@@ -76,11 +77,18 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     params = quotas.apply_output_token_limit(tenant, request.params)
     previous = _previous_response(tenant, request.previous_response_id)
     chain = previous_chain(tenant.pk, previous.pk) if previous else []
-    _check_function_call_outputs(chain, request.input_items)
-    check_prompt(request.model, params, history(chain, request.input_items), timezone.now().date())
+    # Steering input that waited for this explicit continuation goes first, in submission order.
+    same_session = previous is not None and request.socket_session and request.socket_session == previous.socket_session
+    steers = steering.pending_input(previous) if same_session else []
+    items = [item for steer in steers for item in steer.input_items] + request.input_items
+    _check_function_call_outputs(chain, items)
+    check_prompt(request.model, params, history(chain, items), timezone.now().date())
     deferred = request.completion_window != "soonest"
     with transaction.atomic():
         quotas.reserve_background_slot(tenant, request.background)
+        on_lane = request.socket_session and request.joins_lane
+        ahead = lanes.lane_waits(tenant.pk, request.socket_session, request.stream_id) if on_lane else None
+        waits = deferred or ahead is not None
         now = timezone.now()
         response = Response.objects.create(
             tenant=tenant,
@@ -92,22 +100,28 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
             last_sequence_number=0,
             # Marked enqueued in this transaction: the send after the commit then writes
             # nothing more, unless it fails (a create is one write, which matters where
-            # writers queue for one lock: SQLite). A deferred one waits for the dispatcher.
-            task_id="" if deferred else str(uuid.uuid4()),
-            enqueued_at=None if deferred else now,
-            deferred_state=DeferredState.WAITING if deferred else "",
+            # writers queue for one lock: SQLite). A deferred one waits for the dispatcher,
+            # one behind its lane's running response for that one's end.
+            task_id="" if waits else str(uuid.uuid4()),
+            enqueued_at=None if waits else now,
+            deferred_state=DeferredState.LANE if ahead else DeferredState.WAITING if deferred else "",
             deadline_at=now + completion_window(request.completion_window) if deferred else None,
             continuation_id=request.continuation_id,
+            socket_session=request.socket_session,
+            stream_id=request.stream_id,
+            socket_id=request.socket_id,
+            lane_after=ahead,
         )
         InputItem.objects.bulk_create(
             InputItem(response=response, position=position, item_id=item["id"], data=item)
-            for position, item in enumerate(request.input_items)
+            for position, item in enumerate(items)
         )
+        steering.commit(steers, response, SteerState.PENDING)
         builder = EventBuilder(response, next_sequence_number=0)
         builder.lifecycle("response.created", status=ResponseStatus.QUEUED)
         events, _ = builder.drain()
         insert_events(response, events)
-        if not deferred:
+        if not waits:
             transaction.on_commit(lambda: _send_created(response))
     response.created_event = events[0]
     return response
@@ -117,47 +131,12 @@ def completion_window(window: str) -> timedelta:
     return timedelta(seconds=settings.COMPLETION_WINDOWS_S[window])
 
 
-def send(response: Response, task_id: str, priority: int = INTERACTIVE_PRIORITY) -> None:
-    """Publish the response's task to its model's queue."""
-    # By name: the task module imports the worker, which writes through this module.
-    queue = settings.MODEL_REGISTRY[response.model]["queue"]
-    current_app.send_task(RUN_RESPONSE_TASK, args=[response.pk], queue=queue, task_id=task_id, priority=priority)
-
-
-def _try_send(response: Response, task_id: str, priority: int = INTERACTIVE_PRIORITY) -> bool:
-    """Send, or leave the response for the redelivery sweep (a broker outage: after one
-    failed send, this process does not try again for BROKER_COOLDOWN_S)."""
-    if _broker_cooldown.active:
-        return False
-    try:
-        send(response, task_id, priority)
-    except Exception as error:
-        _broker_cooldown.failed()
-        log.warning("could not enqueue %s (%s: %s); the redelivery sweep will send it", response.pk,
-                    type(error).__name__, error)
-        return False
-    _broker_cooldown.succeeded()
-    return True
-
-
 def _send_created(response: Response) -> None:
     """The create's send; its row already says enqueued, so only a failed send writes
     (enqueued_at cleared: the redelivery sweep sends a never-sent response)."""
-    if not _try_send(response, response.task_id):
+    if not try_send(response, response.task_id):
         Response.objects.filter(pk=response.pk, task_id=response.task_id).update(enqueued_at=None)
         response.enqueued_at = None
-
-
-def try_enqueue(response: Response, priority: int = INTERACTIVE_PRIORITY, **fields: Any) -> bool:
-    """Send the response's task and mark it enqueued (with ``fields``), or leave it for
-    the redelivery sweep."""
-    task_id = str(uuid.uuid4())
-    if not _try_send(response, task_id, priority):
-        return False
-    now = timezone.now()
-    Response.objects.filter(pk=response.pk).update(task_id=task_id, enqueued_at=now, **fields)
-    response.task_id, response.enqueued_at = task_id, now
-    return True
 
 
 def _previous_response(tenant: Tenant, previous_response_id: str | None) -> Response | None:
@@ -187,6 +166,38 @@ def _check_function_call_outputs(chain: list[Response], input_items: list[dict[s
         elif item["type"] == "function_call_output" and item["call_id"] not in known:
             raise InvalidRequest(f"No tool call found for function call output with call_id '{item['call_id']}'.",
                                  param=f"input[{index}].call_id")
+
+
+def continue_steered(response: Response) -> None:
+    """The worker's ``on_end`` (inside the terminal transaction of ``response``): the
+    steering input queued for it becomes the input of a successor that inherits its
+    settings, continues from it and runs next on its lane; or stays pending while the
+    response waits for client-owned tool output or approval. Input left queued (the
+    response failed or was cancelled, or the successor could not be created) fails in
+    lanes.response_ended."""
+    steers = steering.queued_input(response)
+    if not steers or response.status not in (ResponseStatus.COMPLETED, ResponseStatus.INCOMPLETE):
+        return
+    if steering.required_input(response):
+        ResponseSteer.objects.filter(pk__in=[s.pk for s in steers]).update(state=SteerState.PENDING)
+        return
+    request = CreateRequest(
+        model=response.model, input_items=[item for steer in steers for item in steer.input_items], stream=True,
+        background=response.background, store=response.store, previous_response_id=response.pk,
+        params=response.request, socket_session=response.socket_session, stream_id=response.stream_id,
+        socket_id=response.socket_id, joins_lane=False)
+    try:
+        with transaction.atomic():  # a savepoint: a refused successor leaves the end intact
+            successor = create_response(response.tenant, request)
+            steering.commit(steers, successor, SteerState.QUEUED)
+            # It runs next on the lane (sent at once: the steered response is over), before
+            # whatever the client queued behind that one, and is as detached as its parent.
+            Response.objects.filter(lane_after_id=response.pk).update(lane_after=successor)
+            Response.objects.filter(pk=successor.pk).update(lane_after=response, detached_at=Subquery(
+                Response.objects.filter(pk=response.pk).values("detached_at")))
+    except APIError as error:
+        ResponseSteer.objects.filter(pk__in=[s.pk for s in steers]).update(
+            state=SteerState.FAILED, error_code="successor_creation_failed", error_message=error.message)
 
 
 def request_cancel(response: Response) -> Response:
@@ -279,6 +290,17 @@ def reap_expired_leases() -> dict[str, int]:
             counts["failed"] += 1
             log.warning("failed %s after its worker was lost", response.pk)
     return counts
+
+
+def cancel_detached() -> int:
+    """Cancel the foreground responses whose WebSocket went away more than
+    WS_RESUME_GRACE_S ago and that no socket has resumed since, as an SSE client's
+    hang-up cancels its response. Returns how many."""
+    cutoff = timezone.now() - timedelta(seconds=settings.WS_RESUME_GRACE_S)
+    stranded = list(Response.objects.filter(detached_at__lt=cutoff, background=False, status__in=ACTIVE_STATUSES))
+    for response in stranded:
+        request_cancel(response)
+    return len(stranded)
 
 
 def purge_unstored_responses() -> int:

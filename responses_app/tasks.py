@@ -9,14 +9,15 @@ from responses_app.engines import control, startup  # noqa: F401  (an inspect co
 from responses_app.schedules import runs as schedule_runs
 from responses_app.schedules.beat_entries import RUN_SCHEDULED_TASK
 from responses_app.stream import event_log
+from responses_app.task_queue import RUN_RESPONSE_TASK
 from responses_app.webhooks import delivery as webhook_delivery
 from responses_app.worker import run as worker
 
 
-@shared_task(name=services.RUN_RESPONSE_TASK, acks_late=False,
+@shared_task(name=RUN_RESPONSE_TASK, acks_late=False,
              Request="responses_app.worker.delivery:ResponseTaskRequest")
 def run_response(response_id: str) -> None:
-    worker.run_response(response_id)
+    worker.run_response(response_id, on_end=services.continue_steered)
 
 
 @shared_task(name="responses_app.tasks.reap_expired_leases")
@@ -27,6 +28,11 @@ def reap_expired_leases() -> dict[str, int]:
 @shared_task(name="responses_app.tasks.redeliver_unclaimed")
 def redeliver_unclaimed() -> dict[str, int]:
     return redelivery.redeliver_unclaimed()
+
+
+@shared_task(name="responses_app.tasks.cancel_detached")
+def cancel_detached() -> int:
+    return services.cancel_detached()
 
 
 @shared_task(name="responses_app.tasks.purge_unstored_responses")

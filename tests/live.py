@@ -43,6 +43,9 @@ STACK_ENV = {
     "COMPLETION_WINDOW_2H_S": "20",
     "DEFERRED_PROMOTE_BEFORE_S": "10",
     "BEAT_MAX_LOOP_INTERVAL_S": "1",
+    # A foreground WebSocket response whose socket is gone is cancelled 3 s on.
+    "WS_RESUME_GRACE_S": "3",
+    "DETACHED_SWEEP_INTERVAL_S": "1",
 }
 
 

@@ -10,7 +10,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from responses_app import deferred, services
+from responses_app import deferred, services, task_queue
 from responses_app.models import DeferredState, Response, RunStatus, ScheduledRun, Tenant
 from responses_app.schedules import runs, service
 from responses_app.validation.create import parse_create_request
@@ -87,7 +87,7 @@ def test_webhook_retries_start_within_a_minute_and_back_off_over_more_than_a_day
 
 def test_a_deferred_response_waits_for_the_dispatcher(tenant, django_capture_on_commit_callbacks, monkeypatch):
     sent: list[tuple[str, int]] = []
-    monkeypatch.setattr(services, "send", lambda response, task_id, priority=0: sent.append((response.pk, priority)))
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: sent.append((response.pk, priority)))
     with django_capture_on_commit_callbacks(execute=True):
         later = services.create_response(tenant, parse_create_request(
             {**REQUEST, "background": True, "background_options": {"completion_window": "8h"}}))
@@ -97,19 +97,19 @@ def test_a_deferred_response_waits_for_the_dispatcher(tenant, django_capture_on_
     assert abs(later.deadline_at - later.created_at - timedelta(hours=8)) < timedelta(seconds=1)
     counts = deferred.dispatch_deferred()
     assert counts == {"released": 2, "promoted": 0}
-    assert sent == [(sooner.pk, services.DEFERRED_PRIORITY), (later.pk, services.DEFERRED_PRIORITY)]
+    assert sent == [(sooner.pk, task_queue.DEFERRED_PRIORITY), (later.pk, task_queue.DEFERRED_PRIORITY)]
     assert Response.objects.get(pk=sooner.pk).deferred_state == DeferredState.RELEASED
 
     sent.clear()
     assert deferred.dispatch_deferred(now=sooner.deadline_at - timedelta(minutes=29)) == {"released": 0,
                                                                                          "promoted": 1}
-    assert sent == [(sooner.pk, services.INTERACTIVE_PRIORITY)]
+    assert sent == [(sooner.pk, task_queue.INTERACTIVE_PRIORITY)]
     assert Response.objects.get(pk=sooner.pk).deferred_state == DeferredState.PROMOTED
 
 
 def test_a_continuation_runs_in_order_of_creation(tenant, django_capture_on_commit_callbacks, monkeypatch):
     sent: list[str] = []
-    monkeypatch.setattr(services, "send", lambda response, task_id, priority=0: sent.append(response.pk))
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: sent.append(response.pk))
     options = {"completion_window": "2h", "continuation_id": "nightly"}
     with django_capture_on_commit_callbacks(execute=True):
         first, second = (services.create_response(tenant, parse_create_request(

@@ -13,7 +13,7 @@ import pytest
 from celery import current_app
 from django.utils import timezone
 
-from responses_app import redelivery, services, tasks
+from responses_app import redelivery, task_queue, tasks
 from responses_app.cooldown import Cooldown
 from responses_app.models import Response, ResponseEvent, ResponseStatus, Tenant
 from responses_app.worker.delivery import ResponseTaskRequest
@@ -40,7 +40,7 @@ def queue(settings) -> Iterator[str]:
 
 @pytest.fixture(autouse=True)
 def broker_cooldown(monkeypatch) -> None:
-    monkeypatch.setattr(services, "_broker_cooldown", Cooldown(services.BROKER_COOLDOWN_S))
+    monkeypatch.setattr(task_queue, "_broker_cooldown", Cooldown(task_queue.BROKER_COOLDOWN_S))
 
 
 def enqueued(tenant: Tenant, count: int, django_capture_on_commit_callbacks, waited_s: float = 10) -> list[Response]:
@@ -108,13 +108,13 @@ def test_a_response_whose_send_failed_is_sent_by_the_sweep_after_the_grace(
     def broker_down(response: Response, task_id: str, priority: int = 0) -> None:
         raise ConnectionError("Error 111 connecting to the broker. Connection refused.")
 
-    monkeypatch.setattr(services, "send", broker_down)
+    monkeypatch.setattr(task_queue, "send", broker_down)
     with django_capture_on_commit_callbacks(execute=True):
         unsent = create(tenant)  # the create itself succeeds
     unsent.refresh_from_db()
     assert (unsent.status, unsent.enqueued_at) == (ResponseStatus.QUEUED, None)
     monkeypatch.undo()
-    services._broker_cooldown.succeeded()
+    task_queue._broker_cooldown.succeeded()
 
     assert redelivery.redeliver_unclaimed()["enqueued"] == 0  # its create's own send may be on the way
     Response.objects.filter(pk=unsent.pk).update(created_at=timezone.now() - timedelta(minutes=1))
@@ -129,10 +129,10 @@ def test_after_a_failed_send_the_process_leaves_the_broker_alone_for_the_cooldow
         sends.append(response.pk)
         raise ConnectionError("Connection refused.")
 
-    monkeypatch.setattr(services, "send", broker_down)
+    monkeypatch.setattr(task_queue, "send", broker_down)
     response = Response.objects.create(tenant=tenant, model="echo")
-    assert services.try_enqueue(response) is False
-    assert services.try_enqueue(response) is False
+    assert task_queue.try_enqueue(response) is False
+    assert task_queue.try_enqueue(response) is False
     assert sends == [response.pk]  # the second create did not wait for the broker
 
 

@@ -82,6 +82,8 @@ class ResponseAdmin(admin.ModelAdmin):
         (None, {"fields": (("status_badge", "tenant", "model", "background", "store"),
                            ("created_at", "started_at", "completed_at", "duration"),
                            ("previous_response", "rerun_of", "reruns"))}),
+        ("WebSocket", {"classes": ("collapse",),
+                       "fields": (("socket_session", "stream_id", "lane_after_link", "detached_at"), "steering")}),
         ("Job control", {"classes": ("collapse",),
                          "fields": (("task_id", "enqueued_at", "attempts"),
                                     ("lease_owner", "lease_expires_at", "cancel_requested"), "last_sequence_number")}),
@@ -130,6 +132,24 @@ class ResponseAdmin(admin.ModelAdmin):
             return "-"
         return format_html_join(", ", '<a class="rerun-link" href="{}">{}</a> ({})',
                                 ((self._change_url(pk), pk, status) for pk, status in reruns))
+
+    @admin.display(description="runs after (lane)")
+    def lane_after_link(self, response: Response) -> str:
+        if not response.lane_after_id:
+            return "-"
+        return format_html('<a href="{}">{}</a>', self._change_url(response.lane_after_id), response.lane_after_id)
+
+    @admin.display(description="steering input")
+    def steering(self, response: Response) -> str:
+        """Each steer sent to this response: its state and, once committed, its successor."""
+        steers = list(response.steers.all())
+        if not steers:
+            return "-"
+        return format_html_join(
+            "", '<div class="steer" data-state="{}">{} <b>{}</b>{} {}</div>',
+            ((steer.state, steer.pk, steer.state,
+              format_html(' → <a href="{}">{}</a>', self._change_url(steer.successor_id), steer.successor_id)
+              if steer.successor_id else "", steer.error_code) for steer in steers))
 
     def _change_url(self, response_id: str) -> str:
         return reverse("admin:responses_app_response_change", args=[quote(response_id)])

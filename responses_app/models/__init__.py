@@ -17,11 +17,12 @@ from responses_app.models.responses import (
     new_response_id,
 )
 from responses_app.models.schedules import RunStatus, ScheduledResponse, ScheduledRun
+from responses_app.models.steering import ResponseSteer, SteerState
 from responses_app.models.webhooks import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = [
     "ACTIVE_STATUSES", "TERMINAL_STATUSES", "ApiKey", "ApiKeyScope", "DeferredState", "DeliveryStatus", "EventLog",
-    "InputItem", "OutputItem", "Response", "ResponseEvent", "ResponseStatus", "RunStatus", "ScheduledResponse",
-    "ScheduledRun", "Tenant", "TenantDailyUsage", "WebhookAttempt", "WebhookDelivery", "WebhookEndpoint",
-    "new_response_id",
+    "InputItem", "OutputItem", "Response", "ResponseEvent", "ResponseStatus", "ResponseSteer", "RunStatus",
+    "ScheduledResponse", "ScheduledRun", "SteerState", "Tenant", "TenantDailyUsage", "WebhookAttempt",
+    "WebhookDelivery", "WebhookEndpoint", "new_response_id",
 ]

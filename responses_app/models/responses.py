@@ -75,6 +75,9 @@ class DeferredState(models.TextChoices):
     WAITING = "waiting"
     RELEASED = "released"
     PROMOTED = "promoted"
+    # A WebSocket lane's response stored behind the one before it (lane_after): sent
+    # when that one ends (lanes.py), not by the dispatcher.
+    LANE = "lane"
 
 
 def new_response_id() -> str:
@@ -122,8 +125,23 @@ class Response(models.Model):
     # background_options.continuation_id: the deferred responses of one id run in order.
     continuation_id = models.CharField(max_length=256, blank=True)
 
+    # Created over the Responses WebSocket (api/websocket/): the lane (``stream_id``, ""
+    # for the default lane) of the socket session that follows it, the response it runs
+    # after on that lane, and the socket following it now. detached_at: when that socket
+    # went away, so that a foreground response nobody resumes is cancelled (lanes.py).
+    socket_session = models.CharField(max_length=160, blank=True)
+    stream_id = models.CharField(max_length=64, blank=True)
+    lane_after = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
+                                   related_name="lane_successors")
+    socket_id = models.CharField(max_length=32, blank=True)
+    detached_at = models.DateTimeField(null=True, blank=True)
+    # Steering input is queued for it (steering.py): the worker's cancel watch polls this
+    # with cancel_requested and ends the response at its next safe boundary.
+    steer_requested = models.BooleanField(default=False)
+
     class Meta:
         indexes = [
+            models.Index(fields=["tenant", "socket_session", "stream_id"]),
             models.Index(fields=["tenant", "-created_at"]),
             models.Index(fields=["status", "lease_expires_at"]),
             # The retention purge: a tenant's responses by end time (retention.py).

@@ -12,6 +12,7 @@ the reaper, cancel and delete all end a response through it.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -19,6 +20,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from responses_app import lanes
 from responses_app.daily_usage import add_to_daily_usage
 from responses_app.models import TERMINAL_STATUSES, OutputItem, Response, ResponseEvent
 from responses_app.observability import recorder
@@ -79,6 +81,7 @@ def end_response(
     lease_owner: str | None = None,
     only_if_status: str | None = None,
     only_if_lease_expired_before: datetime | None = None,
+    on_end: Callable[[Response], None] | None = None,
 ) -> bool:
     """Give a response its terminal ``status``, in one transaction: the open item closed
     ``incomplete`` with its done events, the terminal event, and the row's status,
@@ -94,6 +97,8 @@ def end_response(
 
     The terminal event's response object is built from the same values the row gets
     (one ``completed_at``), so it equals what ``GET /v1/responses/{id}`` answers.
+    ``on_end`` runs last in that transaction (the worker commits steering input to a
+    successor there); then the response's WebSocket lane moves on (lanes.py).
     """
     with transaction.atomic():
         rows = Response.objects.select_for_update().filter(pk=response_id).exclude(status__in=TERMINAL_STATUSES)
@@ -124,6 +129,9 @@ def end_response(
         _write(response, events, items)
         add_to_daily_usage(response.tenant_id, usage)
         outbox.response_ended(response)
+        if on_end is not None:
+            on_end(response)
+        lanes.response_ended(response)
         event_log.pack_after_commit(response.pk)
     return True
 

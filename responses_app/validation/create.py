@@ -138,7 +138,7 @@ def parse_create_request(body: Any) -> CreateRequest:
         "top_logprobs": _top_logprobs(body.get("top_logprobs")),
         "include": _include(body.get("include")),
     }
-    input_items = _input(body.get("input"))
+    input_items = parse_input(body.get("input"))
     if not input_items and previous_response_id is None:
         raise InvalidRequest("'input' must not be empty.", param="input")
     completion_window, continuation_id = _background_options(body.get("background_options"), background, stream)
@@ -386,7 +386,8 @@ def _include(value: Any) -> list[str]:
 # --- input items ----------------------------------------------------------------------------
 
 
-def _input(value: Any) -> list[dict[str, Any]]:
+def parse_input(value: Any) -> list[dict[str, Any]]:
+    """``input`` as the input items a response stores (ids given where missing)."""
     if value is None:
         return []
     if isinstance(value, str):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,9 +88,10 @@ class BatchWriter:
         return cancel
 
     def end(self, status: str, *, error: dict[str, Any] | None, incomplete_details: dict[str, Any] | None,
-            usage: dict[str, Any]) -> None:
-        """Write what is pending with the terminal state. Raises LeaseLost when another
-        party ended or removed the response first."""
+            usage: dict[str, Any], on_end: Callable[[Response], None] | None = None) -> None:
+        """Write what is pending with the terminal state (``on_end`` in its transaction, as
+        end_response says). Raises LeaseLost when another party ended or removed the
+        response first."""
         if self._unsaved is not None:
             self.flush()
         builder: EventBuilder | None = self.builder
@@ -97,7 +99,7 @@ class BatchWriter:
         while True:
             try:
                 ended = end_response(self.response.pk, status, error=error, incomplete_details=incomplete_details,
-                                     usage=usage, builder=builder, lease_owner=self.owner)
+                                     usage=usage, builder=builder, lease_owner=self.owner, on_end=on_end)
                 break
             except DATABASE_DOWN as database_error:
                 if builder is not None and builder.next_sequence_number != next_sequence_number:

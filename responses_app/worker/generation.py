@@ -23,6 +23,7 @@ from responses_app.harmony.prompt import PromptError, forced_call_prefix, tool_r
 from responses_app.models import Response, ResponseStatus
 from responses_app.stream.builder import EventBuilder
 from responses_app.worker.batch_writer import BatchWriter, CancelRequested
+from responses_app.worker.cancel_watch import cancel_watch
 from responses_app.worker.token_usage import Usage
 from responses_app.worker.tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
 
@@ -159,6 +160,8 @@ class Generation:
         # the first engine call stops where the final message begins, and a second one,
         # under the grammar, continues from there (vLLM's prefix cache holds the start).
         stop = self._engine_call(prompt + self.tokens, self.params, request_id, stop_at_final=constrained)
+        if stop == "steered":
+            return TurnEnd(self.tokens, status=ResponseStatus.INCOMPLETE, details={"reason": "steered"})
         if stop == "final" and self._remaining() != 0:
             params = replace(self.params, max_tokens=self._remaining(),
                              extra={**self.params.extra, **_format_constraint(self.output_format)})
@@ -183,7 +186,7 @@ class Generation:
 
     def _engine_call(self, prompt: list[int], params: SamplingParams, request_id: str,
                      stop_at_final: bool) -> str | None:
-        """Stream one engine request; why it stopped early ("final", "tool_call") or None."""
+        """Stream one engine request; why it stopped early ("final", "tool_call", "steered") or None."""
         self.usage.input_tokens += len(prompt)
         params = replace(params, max_tokens=self._remaining())
         produced = len(self.tokens)
@@ -209,12 +212,21 @@ class Generation:
                         progress = self._feed(token_id)
                         if self.ready_call is not None:
                             return "tool_call"  # a call ended with <|end|> rather than <|call|>
+                        if self._steered_at(progress):
+                            return "steered"
                         if stop_at_final and any(isinstance(step, MessageStarted) and step.channel == "final"
                                                  for step in progress):
                             return "final"
                     self.count_usage()
                 self.writer.tick()
         return None
+
+    def _steered_at(self, progress: list) -> bool:
+        """Steering input is queued and the model has just finished a reasoning item: the
+        safe boundary to stop at (never inside a tool call or a message harmony needs
+        whole; a final answer is let finish, and its successor follows it as well)."""
+        return (any(isinstance(step, MessageFinished) and step.kind == "reasoning" for step in progress)
+                and cancel_watch().steer_requested(self.response.pk))
 
     def _feed(self, token_id: int) -> list:
         self.tokens.append(token_id)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 
-from responses_app.models import ResponseStatus
+from responses_app.models import Response, ResponseStatus
 from responses_app.observability import recorder
 from responses_app.selectors import output_items
 from responses_app.stream.builder import EventBuilder
@@ -24,7 +25,9 @@ from responses_app.worker.token_usage import Usage
 log = logging.getLogger(__name__)
 
 
-def run_response(response_id: str) -> None:
+def run_response(response_id: str, on_end: Callable[[Response], None] | None = None) -> None:
+    """``on_end`` runs in the terminal transaction (the task passes the services' commit
+    of steering input to a successor, which this layer cannot import)."""
     owner = worker_identity()
     response = claim(response_id, owner)
     if response is None:
@@ -54,7 +57,7 @@ def run_response(response_id: str) -> None:
             status, details = ResponseStatus.FAILED, None
             error = {"code": "server_error", "message": "The server had an error while generating this response."}
     try:
-        writer.end(status, error=error, incomplete_details=details, usage=usage.as_dict())
+        writer.end(status, error=error, incomplete_details=details, usage=usage.as_dict(), on_end=on_end)
     except LeaseLost:
         log.warning("%s: lease lost before the terminal event", response_id)
         return

@@ -13,7 +13,15 @@ from django.contrib.admin.models import ADDITION, CHANGE, DELETION, LogEntry
 from django.contrib.admin.utils import quote
 from django.utils import timezone
 
-from responses_app.models import InputItem, OutputItem, Response, ResponseEvent, ResponseStatus
+from responses_app.models import (
+    InputItem,
+    OutputItem,
+    Response,
+    ResponseEvent,
+    ResponseStatus,
+    ResponseSteer,
+    SteerState,
+)
 from responses_app.stream.store import end_response
 from tests.admin.conftest import create
 
@@ -284,3 +292,17 @@ def test_ids_that_look_like_admin_quoting_still_reach_their_response(operator_cl
     assert f'action="{page(response, "rerun")}"' in html and f'"url": "{page(response, "events")}"' in html
     assert operator_client.post(page(response, "rerun")).status_code == 302
     assert Response.objects.filter(rerun_of=response).exists()
+
+
+def test_a_websocket_response_shows_its_session_its_lane_and_its_steering_input(operator_client, tenant):
+    ahead = finished(tenant, socket_session="agent-7", stream_id="main")
+    response = finished(tenant, socket_session="agent-7", stream_id="main", lane_after=ahead)
+    successor = finished(tenant, socket_session="agent-7", stream_id="main")
+    ResponseSteer.objects.create(tenant=tenant, response=response, input="Go on", input_items=[],
+                                 state=SteerState.COMMITTED, successor=successor)
+    ResponseSteer.objects.create(tenant=tenant, response=response, input="Late", input_items=[],
+                                 state=SteerState.FAILED, error_code="response_not_active")
+    html = operator_client.get(page(response)).content.decode()
+    assert "agent-7" in html and ">main<" in html and f'{quote(ahead.pk)}/change/">{ahead.pk}</a>' in html
+    assert html.count('class="steer"') == 2 and "response_not_active" in html
+    assert f'{quote(successor.pk)}/change/">{successor.pk}</a>' in html

@@ -79,3 +79,37 @@ def new_key(tenant: str, **options: Any) -> str:
     from responses_app.api_keys import create_api_key
 
     return create_api_key(tenant, "test key", **options)[1]
+
+
+# --- the Responses WebSocket ----------------------------------------------------------------
+
+
+def without_lane(event: dict[str, Any]) -> dict[str, Any]:
+    return {name: value for name, value in event.items() if name != "stream_id"}
+
+
+def read_until(connection: Any, done: Any) -> list[dict[str, Any]]:
+    """Events (as dicts) until ``done(events)`` holds."""
+    events: list[dict[str, Any]] = []
+    for event in connection:
+        events.append(event.to_dict())
+        if done(events):
+            return events
+    raise AssertionError(f"the socket closed after {len(events)} events")
+
+
+def ended(count: int = 1):
+    return lambda events: sum(e["type"] in TERMINAL_EVENTS for e in events) >= count
+
+
+def sse_replay(client: openai.OpenAI, response_id: str) -> list[dict[str, Any]]:
+    return events_of(client.responses.retrieve(response_id, stream=True))
+
+
+def of_response(events: list[dict[str, Any]], response_id: str) -> list[dict[str, Any]]:
+    """The events of one response in a single-lane run of events (they come one response
+    after another): from its response.created to its terminal event."""
+    start = next(i for i, e in enumerate(events) if e["type"] == "response.created"
+                 and e["response"]["id"] == response_id)
+    end = next(i for i in range(start, len(events)) if events[i]["type"] in TERMINAL_EVENTS)
+    return events[start:end + 1]

@@ -14,7 +14,16 @@ import jsonschema
 import psutil
 import pytest
 
-from tests.e2e.helpers import TERMINAL_EVENTS, assert_dense, events_of, wait_for_status, wait_until
+from tests.e2e.helpers import (
+    TERMINAL_EVENTS,
+    assert_dense,
+    ended,
+    events_of,
+    of_response,
+    read_until,
+    wait_for_status,
+    wait_until,
+)
 from tests.live import LiveStack
 
 pytest.importorskip("vllm")
@@ -307,3 +316,22 @@ def engine_cores(stack: LiveStack) -> list[psutil.Process]:
     """The vLLM engine core processes of the stack's vllm-worker."""
     worker = psutil.Process(stack.processes["vllm-worker"].pid)
     return [child for child in worker.children(recursive=True) if "EngineCore" in " ".join(child.cmdline())]
+
+
+def test_steering_a_vllm_response_hands_the_input_to_a_successor_that_runs_on_vllm(alice, vllm_stack):
+    with alice.responses.connect() as connection:
+        # The random model never finishes its first header: 300 tokens, about 1.5 s here.
+        connection.response.create(model="tiny-random", input="Hello", max_output_tokens=300, **GREEDY)
+        events = read_until(connection, lambda es: es[-1]["type"] == "response.in_progress")
+        parent = events[0]["response"]["id"]
+        connection.response.steer(previous_response_id=parent, input="Now something else.")
+        events += read_until(connection, ended(2))
+    assert [e["type"] for e in events if e["type"].startswith("response.steer")] == ["response.steer.accepted"]
+    stream = [e for e in events if not e["type"].startswith("response.steer")]
+    assert of_response(stream, parent)[-1]["response"]["incomplete_details"] == {"reason": "max_output_tokens"}
+    successor = [e["response"] for e in stream if e["type"] == "response.created"][-1]
+    assert successor["previous_response_id"] == parent and successor["model"] == "tiny-random"
+    finished = alice.responses.retrieve(successor["id"])
+    assert finished.usage.output_tokens == 300  # it ran on vLLM, with the parent's settings
+    assert [i.content[0].text for i in alice.responses.input_items.list(successor["id"]).data] == [
+        "Now something else."]

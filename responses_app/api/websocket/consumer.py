@@ -1,0 +1,194 @@
+"""The Responses WebSocket (``client.responses.connect()``) at ``/v1/responses``.
+
+Authenticated once at the handshake with the same API keys as HTTP (and again for each
+create, so that a revoked key stops working at once); a bad key gets an ``error`` event
+with status 401 and the close code 3000 ("Unauthorized" in the IANA registry; a bad
+query gets its 400 and 4400), which the SDK does not retry. Client events:
+``response.create`` (the body of ``POST /v1/responses``, always streamed, plus the lane
+``stream_id``) and ``response.steer``. Each response is an ordinary persisted response;
+this socket only follows it (lane.py). Query parameters: ``session`` names the socket
+session so that a reconnecting socket resumes it; ``starting_after=<response id>:<n>``
+(repeatable) says what the client saw, for an exact resume.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import uuid
+from typing import Any
+from urllib.parse import parse_qs
+
+from channels.generic.websocket import AsyncWebsocketConsumer
+
+from responses_app import quotas, services, socket_sessions, steering
+from responses_app.api.websocket.cursors import SentCursors
+from responses_app.api.websocket.lane import Lane
+from responses_app.api.websocket.messages import error_event, steer_accepted, steer_failed
+from responses_app.api_keys import Caller, authenticate_bearer
+from responses_app.asyncdb import db
+from responses_app.errors import APIError, InvalidRequest, PermissionDenied, ServerError
+from responses_app.models import Response
+from responses_app.stream.event_log import Frames
+from responses_app.stream.sse import sse_frame
+from responses_app.validation.create import parse_create_request
+from responses_app.validation.steer import parse_steer
+
+log = logging.getLogger(__name__)
+# Close codes the SDK's reconnect does not retry (Autobahn, under Daphne, lets a server
+# send only 1000 and 3000-4999).
+UNAUTHORIZED_CLOSE = 3000
+BAD_REQUEST_CLOSE = 4400
+SESSION_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
+STREAM_ID_MAX = 64
+
+
+class ResponsesSocket(AsyncWebsocketConsumer):
+    caller: Caller
+    authorization: str | None
+    session: str
+    socket_id: str
+
+    async def connect(self) -> None:
+        await self.accept()
+        headers = dict(self.scope["headers"])
+        self.authorization = headers.get(b"authorization", b"").decode("latin-1") or None
+        try:
+            self.caller = await db(authenticate_bearer)(self.authorization)
+            session, seen = _query(self.scope["query_string"].decode("latin-1"))
+        except APIError as error:
+            await self.send(text_data=error_event(error))
+            await self.close(code=UNAUTHORIZED_CLOSE if error.status_code == 401 else BAD_REQUEST_CLOSE)
+            return
+        self.socket_id = uuid.uuid4().hex
+        self.session = session or self.socket_id
+        self.lanes: dict[str, Lane] = {}
+        self.sent_cursors = SentCursors(self.caller.tenant.pk, self.session)
+        self.cursors: dict[str, int] = {}
+        if session:
+            self.cursors = {**await self.sent_cursors.load(), **seen}
+            starts = await db(socket_sessions.resume)(self.caller.tenant, self.session, self.socket_id, self.cursors)
+            for start in starts:
+                self._lane(start.stream_id).follow(start.response_id)
+
+    async def disconnect(self, code: int) -> None:
+        if not hasattr(self, "lanes"):
+            return  # refused at the handshake
+        for lane in self.lanes.values():
+            lane.stop()
+        await db(socket_sessions.detach)(self.socket_id)
+        await self.sent_cursors.close()
+
+    async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
+        if not hasattr(self, "lanes"):
+            return  # refused at the handshake: the close is on its way
+        try:
+            event = json.loads(text_data if text_data is not None else bytes_data or b"")
+        except ValueError:
+            event = None
+        if not isinstance(event, dict):
+            await self.send(text_data=error_event(InvalidRequest(
+                "Each message must be a JSON object: a response.create or response.steer event.",
+                code="invalid_json")))
+            return
+        kind = event.get("type")
+        if kind == "response.create":
+            await self._create(event)
+        elif kind == "response.steer":
+            await self._steer(event)
+        else:
+            await self.send(text_data=error_event(InvalidRequest(
+                f"Invalid value for 'type': {kind!r}; expected 'response.create' or 'response.steer'.",
+                param="type", code="invalid_value")))
+
+    async def _send_all(self, texts: list[str]) -> None:
+        for text in texts:
+            await self.send(text_data=text)
+
+    def _lane(self, stream_id: str) -> Lane:
+        lane = self.lanes.get(stream_id)
+        if lane is None:
+            lane = self.lanes[stream_id] = Lane(stream_id, self._send_all, self.cursors, self.sent_cursors.sent)
+        return lane
+
+    async def _create(self, event: dict[str, Any]) -> None:
+        body = {name: value for name, value in event.items() if name not in ("type", "stream_id")}
+        stream_id = event.get("stream_id")
+        try:
+            stream_id = _stream_id(stream_id)
+            if body.pop("stream", True) is not True:
+                raise InvalidRequest("Responses over the WebSocket are always streamed; leave 'stream' out.",
+                                     param="stream")
+            response = await db(self._create_response)(body, stream_id)
+        except APIError as error:
+            await self.send(text_data=error_event(error, stream_id if isinstance(stream_id, str) else None))
+            return
+        except Exception:
+            log.exception("response.create over the WebSocket failed")
+            await self.send(text_data=error_event(ServerError()))
+            return
+        created = Frames(sse_frame(response.created_event), last_sequence_number=0, ends=False)
+        self._lane(stream_id).follow(response.pk, created)
+
+    def _create_response(self, body: dict[str, Any], stream_id: str) -> Response:
+        """In a database thread: what ``POST /v1/responses`` does, for this socket's lane."""
+        caller = authenticate_bearer(self.authorization)
+        if not caller.can_write:
+            raise PermissionDenied("This API key is read-only: it may not create responses.",
+                                   code="insufficient_permissions")
+        request = parse_create_request({**body, "stream": True})
+        quotas.check_requests_per_minute(caller.tenant)
+        request.socket_session, request.stream_id, request.socket_id = self.session, stream_id, self.socket_id
+        return services.create_response(caller.tenant, request)
+
+    async def _steer(self, event: dict[str, Any]) -> None:
+        target = event.get("previous_response_id")
+        target = target if isinstance(target, str) else ""
+        try:
+            request = parse_steer(event)
+        except InvalidRequest as error:
+            await self.send(text_data=steer_failed("invalid_input", error.message, previous_response_id=target,
+                                                   steer_input=event.get("input"), sequence_number=0,
+                                                   stream_id=None))
+            return
+        try:
+            steer = await db(steering.accept_steer)(self.caller.tenant, self.session, request.previous_response_id,
+                                                    request.input, request.input_items)
+        except steering.SteerRefused as refused:
+            known = refused.response
+            await self.send(text_data=steer_failed(
+                refused.code, refused.message, previous_response_id=target, steer_input=request.input,
+                sequence_number=known.last_sequence_number if known else 0,
+                stream_id=known.stream_id if known else None))
+            return
+        await self.send(text_data=steer_accepted(steer, steer.response.last_sequence_number,
+                                                 steer.response.stream_id))
+
+
+def _query(query_string: str) -> tuple[str, dict[str, int]]:
+    """``session`` and the ``starting_after`` cursors of the socket URL."""
+    query = parse_qs(query_string)
+    session = (query.get("session") or [""])[-1]
+    if session and not SESSION_PATTERN.match(session):
+        raise InvalidRequest("'session' must be 1 to 128 letters, digits or '_.:-'.", param="session")
+    seen: dict[str, int] = {}
+    for value in query.get("starting_after", []):
+        response_id, _, number = value.rpartition(":")
+        if not response_id or not number.lstrip("-").isdigit():
+            raise InvalidRequest(f"Invalid 'starting_after' {value!r}: expected '<response id>:<sequence number>'.",
+                                 param="starting_after")
+        seen[response_id] = int(number)
+    if seen and not session:
+        raise InvalidRequest("'starting_after' resumes a session: give its 'session' too.", param="starting_after")
+    return session, seen
+
+
+def _stream_id(value: Any) -> str:
+    if value is None:
+        return ""
+    if not isinstance(value, str) or not value or len(value) > STREAM_ID_MAX:
+        raise InvalidRequest(f"'stream_id' must be a non-empty string of at most {STREAM_ID_MAX} characters.",
+                             param="stream_id")
+    return value
+

@@ -1,0 +1,47 @@
+"""The database side of a Responses WebSocket session: which responses a socket follows,
+what a reconnecting socket resumes, and the mark a socket leaves when it goes away.
+
+A session is named by the client (``?session=`` on the socket URL, which the SDK sends
+again on each reconnect) or, unnamed, is the socket itself. Its responses carry the
+session, their lane (``stream_id``) and the socket following them (``socket_id``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.utils import timezone
+
+from responses_app.models import ACTIVE_STATUSES, Response, Tenant
+
+
+@dataclass(frozen=True)
+class LaneStart:
+    """Where a resumed lane starts: the first of its responses the client has not seen
+    whole; the lane follows the responses after it from there."""
+
+    stream_id: str
+    response_id: str
+
+
+def resume(tenant: Tenant, session: str, socket_id: str, seen: dict[str, int]) -> list[LaneStart]:
+    """Attach the session's running responses to ``socket_id`` and return where each lane
+    starts again. ``seen``: the last sequence number the client saw (or was sent) of
+    responses of this session; a lane starts at the earliest response in it that is
+    running or named there, so that the ones after it, even those that ended while no
+    socket was attached, are delivered too."""
+    with transaction.atomic():
+        mine = Response.objects.filter(tenant=tenant, socket_session=session)
+        active = mine.filter(status__in=ACTIVE_STATUSES)
+        active.update(socket_id=socket_id, detached_at=None)
+        candidates = {pk: (stream_id, after) for pk, stream_id, after in
+                      (active | mine.filter(pk__in=list(seen))).values_list("pk", "stream_id", "lane_after_id")}
+    ordered = Response.objects.filter(pk__in=list(candidates)).order_by("created_at").values_list("pk", flat=True)
+    return [LaneStart(candidates[pk][0], pk) for pk in ordered if candidates[pk][1] not in candidates]
+
+
+def detach(socket_id: str) -> None:
+    """The socket went away: its running responses wait WS_RESUME_GRACE_S for another
+    socket of the session (services.cancel_detached cancels the foreground ones)."""
+    Response.objects.filter(socket_id=socket_id, status__in=ACTIVE_STATUSES).update(detached_at=timezone.now())

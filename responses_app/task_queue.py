@@ -1,0 +1,63 @@
+"""Sending a response's task to its model's queue.
+
+Below the services, so that the one function that ends a response (stream/store.py)
+can hand the next response of a WebSocket lane to the broker in the same place.
+"""
+
+from __future__ import annotations
+
+import logging
+import uuid
+from typing import Any
+
+from celery import current_app
+from django.conf import settings
+from django.utils import timezone
+
+from responses_app.cooldown import Cooldown
+from responses_app.models import Response
+
+log = logging.getLogger(__name__)
+
+RUN_RESPONSE_TASK = "responses_app.tasks.run_response"
+# Redis's broker takes a worker's next message from the lowest priority number first, over
+# all the queues it consumes: deferred responses wait behind every interactive one.
+INTERACTIVE_PRIORITY = 0
+DEFERRED_PRIORITY = 9
+BROKER_COOLDOWN_S = 2.0
+_broker_cooldown = Cooldown(BROKER_COOLDOWN_S)
+
+
+def send(response: Response, task_id: str, priority: int = INTERACTIVE_PRIORITY) -> None:
+    """Publish the response's task to its model's queue."""
+    # By name: the task module imports the worker, which writes through the services.
+    queue = settings.MODEL_REGISTRY[response.model]["queue"]
+    current_app.send_task(RUN_RESPONSE_TASK, args=[response.pk], queue=queue, task_id=task_id, priority=priority)
+
+
+def try_send(response: Response, task_id: str, priority: int = INTERACTIVE_PRIORITY) -> bool:
+    """Send, or leave the response for the redelivery sweep (a broker outage: after one
+    failed send, this process does not try again for BROKER_COOLDOWN_S)."""
+    if _broker_cooldown.active:
+        return False
+    try:
+        send(response, task_id, priority)
+    except Exception as error:
+        _broker_cooldown.failed()
+        log.warning("could not enqueue %s (%s: %s); the redelivery sweep will send it", response.pk,
+                    type(error).__name__, error)
+        return False
+    _broker_cooldown.succeeded()
+    return True
+
+
+def try_enqueue(response: Response, priority: int = INTERACTIVE_PRIORITY, **fields: Any) -> bool:
+    """Send the response's task and mark it enqueued (with ``fields``), or leave it for
+    the redelivery sweep."""
+    task_id = str(uuid.uuid4())
+    if not try_send(response, task_id, priority):
+        return False
+    now = timezone.now()
+    Response.objects.filter(pk=response.pk).update(task_id=task_id, enqueued_at=now, **fields)
+    response.task_id, response.enqueued_at = task_id, now
+    return True
