@@ -8,7 +8,7 @@ import asyncio
 
 import pytest
 
-from responses_app import services
+from responses_app import services, task_queue
 from responses_app.api_keys import create_api_key
 from responses_app.asyncdb import db
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
@@ -28,7 +28,7 @@ USAGE = {"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0, "cache_
 
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch) -> None:
-    monkeypatch.setattr(services, "send", lambda response, task_id, priority=0: None)
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: None)
 
 
 def running_response(deltas: int) -> tuple[Response, EventBuilder]:

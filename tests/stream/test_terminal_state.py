@@ -14,7 +14,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from responses_app import selectors, services
+from responses_app import selectors, services, task_queue
 from responses_app.api_keys import create_api_key
 from responses_app.harmony.parser import ContentDelta, MessageStarted
 from responses_app.models import OutputItem, Response, ResponseEvent, ResponseStatus, Tenant, TenantDailyUsage
@@ -45,7 +45,7 @@ def tenant() -> Tenant:
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch) -> None:
     """Responses are run here by calling the task code; nothing goes to the broker."""
-    monkeypatch.setattr(services, "send", lambda response, task_id, priority=0: None)
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: None)
 
 
 def create(tenant: Tenant, **body: Any) -> Response:
