@@ -9,10 +9,10 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from responses_app import lanes, steering
+from responses_app import lanes, selectors, steering
 from responses_app.api.websocket.messages import steer_failed, steer_pending, stream_messages
 from responses_app.asyncdb import db
-from responses_app.models import Response, SteerState
+from responses_app.models import SteerState
 from responses_app.stream.event_log import Frames
 from responses_app.stream.reader import follow_frames
 
@@ -49,9 +49,7 @@ class Lane:
                     self._delivered.add(following)
                     try:
                         await self._deliver(following, created if following == response_id else None)
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception:  # one response's failure must not stop the lane
+                    except Exception:  # one response's failure must not stop the lane (a cancel still does)
                         log.exception("delivering %s on a WebSocket lane failed", following)
                 following = await db(lanes.next_on_lane)(following)
 
@@ -74,7 +72,7 @@ class Lane:
     async def _send_outcomes(self, response_id: str) -> None:
         """After the terminal event: what became of the steering input the response did
         not commit to a successor (the successor's response.created speaks for the rest)."""
-        response = await db(Response.objects.filter(pk=response_id).first)()
+        response = await db(selectors.response_by_id)(response_id)
         if response is None:
             return
         outcomes = await db(steering.outcomes)(response)
