@@ -1,4 +1,5 @@
-"""A response's conversation: the previous_response_id chain and the harmony prompt.
+"""A response's context: the previous_response_id chain or the conversation's items, and
+the harmony prompt.
 
 The create path renders the prompt once to refuse what can never run (an unanswered
 function call output, a prompt longer than the model's context) with a 400; the worker
@@ -12,7 +13,8 @@ from typing import Any
 
 from django.conf import settings
 
-from responses_app import selectors
+from responses_app import selectors, truncation
+from responses_app.conversations.items import history as conversation_items
 from responses_app.errors import InvalidRequest
 from responses_app.harmony.prompt import PromptError, PromptRequest, render_prompt
 from responses_app.models import Response
@@ -64,32 +66,48 @@ def prompt_request(params: dict[str, Any], items: list[dict[str, Any]], day: dat
 
 
 def response_history(response: Response) -> list[dict[str, Any]]:
-    """The items before this response's output: the chain's, then its input (raises ChainBroken)."""
+    """The items before this response's output: its conversation's or its chain's, then its
+    input (raises ChainBroken). A conversation's items cannot change while the response
+    works on it (conversations/store.py), so every turn of the worker reads the same."""
+    if response.conversation_id:
+        return conversation_items(response.conversation_id) + selectors.input_items(response)
     return history(previous_chain(response.tenant_id, response.previous_response_id), selectors.input_items(response))
 
 
 def response_prompt(response: Response, output: list[dict[str, Any]] | None = None,
-                    items: list[dict[str, Any]] | None = None) -> list[int]:
-    """The prompt token ids of a stored response, after the ``output`` items it has so far
-    (raises ChainBroken, PromptError, PromptTooLong). ``items``: its history, if already read."""
+                    items: list[dict[str, Any]] | None = None) -> tuple[list[int], int]:
+    """The prompt token ids of a stored response, after the ``output`` items it has so far,
+    and how many history items truncation "auto" dropped to fit them (raises ChainBroken,
+    PromptError, PromptTooLong). ``items``: its history, if already read."""
     if items is None:
         items = response_history(response)
-    prompt = render_prompt(prompt_request(response.request, items + list(output or []), response.created_at.date()))
-    _check_length(response.model, prompt)
-    return prompt
+    return fit_prompt(response.model, response.request, items, list(output or []), response.created_at.date())
 
 
-def check_prompt(model: str, params: dict[str, Any], items: list[dict[str, Any]], day: date) -> None:
-    """Render the prompt of a response about to be created; 400 if it can never run."""
+def fit_prompt(model: str, params: dict[str, Any], items: list[dict[str, Any]], output: list[dict[str, Any]],
+               day: date) -> tuple[list[int], int]:
+    """(prompt, history items dropped): the whole prompt when it fits the model's context;
+    else, with truncation "auto", the prompt less the fewest items from the start of
+    ``items`` (truncation.py); else PromptTooLong."""
+    def render(kept: list[dict[str, Any]]) -> list[int]:
+        return render_prompt(prompt_request(params, kept, day))
+
+    prompt = render(items + output)
+    max_model_len = settings.MODEL_REGISTRY[model].get("max_model_len")
+    if not max_model_len or len(prompt) < max_model_len:
+        return prompt, 0
+    fitted = truncation.fit(items, output, render, max_model_len) if params.get("truncation") == "auto" else None
+    if fitted is None:
+        raise PromptTooLong(len(prompt), max_model_len)
+    return fitted
+
+
+def check_prompt(model: str, params: dict[str, Any], items: list[dict[str, Any]], day: date) -> int:
+    """Render the prompt of a response about to be created: its length in tokens (after
+    any truncation), or a 400 if it can never run."""
     try:
-        _check_length(model, render_prompt(prompt_request(params, items, day)))
+        return len(fit_prompt(model, params, items, [], day)[0])
     except PromptError as error:
         raise InvalidRequest(str(error), param="input") from error
     except PromptTooLong as error:
         raise InvalidRequest(str(error), param="input", code="context_length_exceeded") from error
-
-
-def _check_length(model: str, prompt: list[int]) -> None:
-    max_model_len = settings.MODEL_REGISTRY[model].get("max_model_len")
-    if max_model_len and len(prompt) >= max_model_len:
-        raise PromptTooLong(len(prompt), max_model_len)

@@ -51,6 +51,12 @@ class NotFound(APIError):
     status_code = 404
 
 
+class Conflict(APIError):
+    """The object is busy with other work (a conversation a response is working on)."""
+
+    status_code = 409
+
+
 class MethodNotAllowed(APIError):
     status_code = 405
 

@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from responses_app import lanes, quotas, steering
 from responses_app.conversation import check_prompt, history, previous_chain
+from responses_app.conversations import turns
 from responses_app.errors import APIError, InvalidRequest, NotFound
 from responses_app.models import (
     ACTIVE_STATUSES,
@@ -58,6 +59,8 @@ class CreateRequest:
     # background_options: "soonest" runs now; "2h" / "8h" are deferred (deferred.py).
     completion_window: str = "soonest"
     continuation_id: str = ""
+    # conversation=: its items are the prompt's history and it gets this response's items.
+    conversation_id: str = ""
     # Over the Responses WebSocket: the socket session and lane (stream_id) the response
     # belongs to and the socket following it. ``joins_lane``: it waits behind the lane's
     # running response (a steered successor runs next instead: continue_steered).
@@ -76,13 +79,13 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     (sequence 0), which a streaming create sends without reading it back."""
     params = quotas.apply_output_token_limit(tenant, request.params)
     previous = _previous_response(tenant, request.previous_response_id)
-    chain = previous_chain(tenant.pk, previous.pk) if previous else []
     # Steering input that waited for this explicit continuation goes first, in submission order.
     same_session = previous is not None and request.socket_session and request.socket_session == previous.socket_session
     steers = steering.pending_input(previous) if same_session else []
     items = [item for steer in steers for item in steer.input_items] + request.input_items
-    _check_function_call_outputs(chain, items)
-    check_prompt(request.model, params, history(chain, items), timezone.now().date())
+    earlier = _earlier_items(tenant, request, previous)
+    _check_function_call_outputs(earlier, items)
+    check_prompt(request.model, params, earlier + items, timezone.now().date())
     deferred = request.completion_window != "soonest"
     with transaction.atomic():
         quotas.reserve_background_slot(tenant, request.background)
@@ -97,6 +100,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
             store=request.store,
             request=params,
             previous_response_id=previous.id if previous else None,
+            conversation_id=request.conversation_id,
             last_sequence_number=0,
             # Marked enqueued in this transaction: the send after the commit then writes
             # nothing more, unless it fails (a create is one write, which matters where
@@ -112,6 +116,8 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
             socket_id=request.socket_id,
             lane_after=ahead,
         )
+        if request.conversation_id:
+            turns.claim(tenant, request.conversation_id, response)
         InputItem.objects.bulk_create(
             InputItem(response=response, position=position, item_id=item["id"], data=item)
             for position, item in enumerate(items)
@@ -125,6 +131,23 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
             transaction.on_commit(lambda: _send_created(response))
     response.created_event = events[0]
     return response
+
+
+def count_input_tokens(tenant: Tenant, request: CreateRequest) -> int:
+    """The prompt tokens of the first engine turn of ``request``, were it created now: the
+    same history, checks and rendering as create_response (a read; nothing is written)."""
+    previous = _previous_response(tenant, request.previous_response_id)
+    earlier = _earlier_items(tenant, request, previous)
+    _check_function_call_outputs(earlier, request.input_items)
+    return check_prompt(request.model, request.params, earlier + request.input_items, timezone.now().date())
+
+
+def _earlier_items(tenant: Tenant, request: CreateRequest, previous: Response | None) -> list[dict[str, Any]]:
+    """The history before the request's input: its conversation's items or its previous
+    response chain's (the two are exclusive, validation/create.py)."""
+    if request.conversation_id:
+        return turns.conversation_history(tenant, request.conversation_id)
+    return history(previous_chain(tenant.pk, previous.pk), []) if previous else []
 
 
 def completion_window(window: str) -> timedelta:
@@ -154,12 +177,12 @@ def _previous_response(tenant: Tenant, previous_response_id: str | None) -> Resp
     return previous
 
 
-def _check_function_call_outputs(chain: list[Response], input_items: list[dict[str, Any]]) -> None:
+def _check_function_call_outputs(earlier: list[dict[str, Any]], input_items: list[dict[str, Any]]) -> None:
     """Every function_call_output must answer a function_call earlier in the conversation
-    (in the previous_response_id chain or earlier in this input)."""
+    (in ``earlier``, the history, or earlier in this input)."""
     if not any(item["type"] == "function_call_output" for item in input_items):
         return
-    known = {data["call_id"] for data in history(chain, []) if data.get("type") == "function_call"}
+    known = {data["call_id"] for data in earlier if data.get("type") == "function_call"}
     for index, item in enumerate(input_items):
         if item["type"] == "function_call":
             known.add(item["call_id"])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from openai.types.conversations import ConversationItem
 from openai.types.responses import Response as ResponseObject
 from openai.types.responses import ResponseItem
 from pydantic import TypeAdapter
@@ -11,6 +12,7 @@ from pydantic import TypeAdapter
 from responses_app.models import Response
 
 _ITEM_ADAPTER: TypeAdapter = TypeAdapter(ResponseItem)
+_CONVERSATION_ITEM_ADAPTER: TypeAdapter = TypeAdapter(ConversationItem)
 
 
 def response_object(
@@ -41,6 +43,7 @@ def response_object(
         "output": [public_item(item, include) for item in output],
         "parallel_tool_calls": request.get("parallel_tool_calls", True),
         "previous_response_id": response.previous_response_id,
+        **({"conversation": {"id": response.conversation_id}} if response.conversation_id else {}),
         "prompt_cache_key": request.get("prompt_cache_key"),
         "reasoning": request.get("reasoning") or {"effort": None, "summary": None},
         "safety_identifier": request.get("safety_identifier"),
@@ -68,6 +71,12 @@ def response_object(
 def item_object(item: dict[str, Any]) -> dict[str, Any]:
     """An output or input item checked against the SDK's item union."""
     return _ITEM_ADAPTER.validate_python(item).model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+def conversation_item_object(item: dict[str, Any], include: list[str]) -> dict[str, Any]:
+    """A conversation's item as the client asked to see it, checked against the SDK's union."""
+    return _CONVERSATION_ITEM_ADAPTER.validate_python(public_item(item, include)).model_dump(
+        mode="json", exclude_unset=True, by_alias=True)
 
 
 def public_item(item: dict[str, Any], include: list[str]) -> dict[str, Any]:

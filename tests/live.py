@@ -69,7 +69,9 @@ def database_url(settings_dict: dict) -> str:
 
 def model_registry(tiny_models: dict[str, Path]) -> dict[str, dict]:
     """echo, plus the tiny gpt-oss models served by real vLLM when they exist."""
-    registry: dict[str, dict] = {"echo": {"engine": "echo", "max_model_len": 131072}}
+    # echo-short: a context small enough for truncation "auto" to act on a few turns.
+    registry: dict[str, dict] = {"echo": {"engine": "echo", "max_model_len": 131072},
+                                 "echo-short": {"engine": "echo", "max_model_len": 400}}
     for model, path in tiny_models.items():
         registry[model] = {
             "engine": "vllm",
@@ -106,7 +108,8 @@ class LiveStack:
         return {
             "web": [str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(self.port), "project.asgi:application"],
             "worker": [str(bin_dir / "celery"), "-A", "project", "worker", "--pool", "threads", "--concurrency",
-                       "16", "--queues", "celery,model.echo,webhooks", "--hostname", f"worker-{self.port}@%h",
+                       "16", "--queues", "celery,model.echo,model.echo-short,webhooks",
+                       "--hostname", f"worker-{self.port}@%h",
                        "--loglevel", "INFO", "--without-gossip", "--without-mingle"],
             "beat": [str(bin_dir / "celery"), "-A", "project", "beat", "--loglevel", "INFO", "--scheduler",
                      "django_celery_beat.schedulers:DatabaseScheduler"],

@@ -81,7 +81,7 @@ class ResponseAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": (("status_badge", "tenant", "model", "background", "store"),
                            ("created_at", "started_at", "completed_at", "duration"),
-                           ("previous_response", "rerun_of", "reruns"))}),
+                           ("previous_response", "conversation", "rerun_of", "reruns"))}),
         ("WebSocket", {"classes": ("collapse",),
                        "fields": (("socket_session", "stream_id", "lane_after_link", "detached_at"), "steering")}),
         ("Job control", {"classes": ("collapse",),
@@ -124,6 +124,13 @@ class ResponseAdmin(admin.ModelAdmin):
             return "-"
         return format_html('<a href="{}">{}</a>', self._change_url(response.previous_response_id),
                            response.previous_response_id)
+
+    @admin.display(description="conversation")
+    def conversation(self, response: Response) -> str:
+        if not response.conversation_id:
+            return "-"
+        url = reverse("admin:responses_app_conversation_change", args=[quote(response.conversation_id)])
+        return format_html('<a href="{}">{}</a>', url, response.conversation_id)
 
     @admin.display(description="re-runs")
     def reruns(self, response: Response) -> str:

@@ -17,7 +17,17 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from openai.types import Model
-from openai.types.responses import Response, ResponseItemList, ResponseStreamEvent
+from openai.types.conversations import (
+    Conversation,
+    ConversationDeletedResource,
+    ConversationItem,
+    ConversationItemList,
+)
+from openai.types.conversations.conversation_create_params import ConversationCreateParams
+from openai.types.conversations.conversation_update_params import ConversationUpdateParams
+from openai.types.conversations.item_create_params import ItemCreateParams
+from openai.types.responses import InputTokenCountResponse, Response, ResponseItemList, ResponseStreamEvent
+from openai.types.responses.input_token_count_params import InputTokenCountParams
 from openai.types.responses.response_create_params import ResponseCreateParamsBase
 from openai.types.webhooks import (
     DeletedWebhookEndpoint,
@@ -63,6 +73,15 @@ SDK_TYPES = (
     ("WebhookUpdateParams", WebhookUpdateParams, "validation"),
     ("WebhookRotateSecretParams", WebhookRotateSecretParams, "validation"),
     ("WebhookTestParams", WebhookTestParams, "validation"),
+    ("Conversation", Conversation, "serialization"),
+    ("ConversationDeletedResource", ConversationDeletedResource, "serialization"),
+    ("ConversationItem", ConversationItem, "serialization"),
+    ("ConversationItemList", ConversationItemList, "serialization"),
+    ("ConversationCreateParams", ConversationCreateParams, "validation"),
+    ("ConversationUpdateParams", ConversationUpdateParams, "validation"),
+    ("ConversationItemCreateParams", ItemCreateParams, "validation"),
+    ("InputTokenCountParams", InputTokenCountParams, "validation"),
+    ("InputTokenCountResponse", InputTokenCountResponse, "serialization"),
 )
 ERROR = {
     "type": "object",
@@ -240,6 +259,37 @@ SCHEDULE_DELETE = extend_schema(operation_id="deleteScheduledResponse", summary=
 SCHEDULE_RUNS = extend_schema(
     operation_id="listScheduledResponseRuns", summary="List the responses a schedule created, newest first",
     parameters=PAGE, responses={200: OpenApiResponse(list_of(ref("Response")))})
+
+INPUT_TOKENS = extend_schema(
+    operation_id="countInputTokens", summary="Count the prompt tokens of a create, without creating it",
+    request={"application/json": ref("InputTokenCountParams")},
+    responses={200: OpenApiResponse(ref("InputTokenCountResponse"))})
+CONVERSATION_CREATE = extend_schema(
+    operation_id="createConversation", summary="Create a conversation",
+    request={"application/json": ref("ConversationCreateParams")},
+    responses={200: OpenApiResponse(ref("Conversation"))})
+CONVERSATION_RETRIEVE = extend_schema(operation_id="retrieveConversation", summary="Retrieve a conversation",
+                                      responses={200: OpenApiResponse(ref("Conversation"))})
+CONVERSATION_UPDATE = extend_schema(
+    operation_id="updateConversation", summary="Update a conversation's metadata",
+    request={"application/json": ref("ConversationUpdateParams")},
+    responses={200: OpenApiResponse(ref("Conversation"))})
+CONVERSATION_DELETE = extend_schema(operation_id="deleteConversation", summary="Delete a conversation and its items",
+                                    responses={200: OpenApiResponse(ref("ConversationDeletedResource"))})
+CONVERSATION_ITEMS_CREATE = extend_schema(
+    operation_id="createConversationItems", summary="Add up to 20 items to a conversation", parameters=[INCLUDE],
+    request={"application/json": ref("ConversationItemCreateParams")},
+    responses={200: OpenApiResponse(ref("ConversationItemList"))})
+CONVERSATION_ITEMS_LIST = extend_schema(
+    operation_id="listConversationItems", summary="List a conversation's items",
+    parameters=[*PAGE, OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc."), INCLUDE],
+    responses={200: OpenApiResponse(ref("ConversationItemList"))})
+CONVERSATION_ITEM_RETRIEVE = extend_schema(
+    operation_id="retrieveConversationItem", summary="Retrieve an item of a conversation", parameters=[INCLUDE],
+    responses={200: OpenApiResponse(ref("ConversationItem"))})
+CONVERSATION_ITEM_DELETE = extend_schema(
+    operation_id="deleteConversationItem", summary="Delete an item of a conversation",
+    responses={200: OpenApiResponse(ref("Conversation"))})
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):

@@ -15,11 +15,12 @@ if TYPE_CHECKING:  # DRF imports this module while rest_framework.views initiali
 
 class KeyScopePermission(BasePermission):
     """A read-only key may read and stream; every other method is a write (create, cancel,
-    delete, and any write endpoint added later). Checked before the view looks anything up,
-    so a 403 never tells whether an id exists."""
+    delete, and any write endpoint added later), except on a view that says it writes
+    nothing (``writes = False``: a POST that only computes, like input token counts).
+    Checked before the view looks anything up, so a 403 never tells whether an id exists."""
 
     def has_permission(self, request: Request, view: APIView) -> bool:
-        if request.method in SAFE_METHODS or request.user.can_write:
+        if request.method in SAFE_METHODS or request.user.can_write or not getattr(view, "writes", True):
             return True
         raise PermissionDenied(
             "This API key is read-only: it may retrieve and stream responses, list input items and models, "

@@ -4,13 +4,19 @@ from __future__ import annotations
 
 from django.urls import path
 
-from responses_app.api import container_files, openapi, scheduled_responses, views, webhooks
+from responses_app.api import container_files, conversations, openapi, scheduled_responses, views, webhooks
 
 urlpatterns = [
     path("responses", views.ResponsesView.as_view()),
+    # Before responses/<id>, which would take "input_tokens" for an id.
+    path("responses/input_tokens", views.InputTokensView.as_view()),
     path("responses/<str:response_id>", views.ResponseView.as_view()),
     path("responses/<str:response_id>/cancel", views.ResponseCancelView.as_view()),
     path("responses/<str:response_id>/input_items", views.InputItemsView.as_view()),
+    path("conversations", conversations.ConversationsView.as_view()),
+    path("conversations/<str:conversation_id>", conversations.ConversationView.as_view()),
+    path("conversations/<str:conversation_id>/items", conversations.ConversationItemsView.as_view()),
+    path("conversations/<str:conversation_id>/items/<str:item_id>", conversations.ConversationItemView.as_view()),
     path("models", views.ModelsView.as_view()),
     path("models/<str:model_id>", views.ModelView.as_view()),
     path("containers/<str:container_id>/files/<path:path>", container_files.ContainerFileContentView.as_view()),

@@ -21,7 +21,7 @@ from responses_app.models import Response
 from responses_app.stream.event_log import Frames
 from responses_app.stream.reader import ResponseGone, follow_frames, wait_until_finished
 from responses_app.stream.sse import sse_frame, sse_response
-from responses_app.validation.create import parse_create_request
+from responses_app.validation.create import parse_count_request, parse_create_request
 from responses_app.wire_objects import model_object
 
 CANCEL_WAIT_S = 5.0
@@ -113,6 +113,18 @@ class InputItemsView(ApiView):
         response = await db(selectors.get_response)(request.user.tenant, response_id)
         page = await db(selectors.input_items_page)(response, after=query.get("after"), limit=limit, order=order)
         return JsonResponse(page)
+
+
+class InputTokensView(ApiView):
+    """POST /v1/responses/input_tokens: a read, so a read-only key may count."""
+
+    writes = False
+
+    @openapi.INPUT_TOKENS
+    async def post(self, request: Request) -> HttpResponseBase:
+        count_request = parse_count_request(json_body(request))
+        input_tokens = await db(services.count_input_tokens)(request.user.tenant, count_request)
+        return JsonResponse({"object": "response.input_tokens", "input_tokens": input_tokens})
 
 
 class ModelsView(ApiView):

@@ -1,5 +1,7 @@
-"""The models, by what they persist: responses and their streams, webhooks, schedules."""
+"""The models, by what they persist: responses and their streams, conversations, webhooks,
+schedules."""
 
+from responses_app.models.conversations import Conversation, ConversationItem
 from responses_app.models.responses import (
     ACTIVE_STATUSES,
     TERMINAL_STATUSES,
@@ -21,8 +23,8 @@ from responses_app.models.steering import ResponseSteer, SteerState
 from responses_app.models.webhooks import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = [
-    "ACTIVE_STATUSES", "TERMINAL_STATUSES", "ApiKey", "ApiKeyScope", "DeferredState", "DeliveryStatus", "EventLog",
-    "InputItem", "OutputItem", "Response", "ResponseEvent", "ResponseStatus", "ResponseSteer", "RunStatus",
-    "ScheduledResponse", "ScheduledRun", "SteerState", "Tenant", "TenantDailyUsage", "WebhookAttempt",
-    "WebhookDelivery", "WebhookEndpoint", "new_response_id",
+    "ACTIVE_STATUSES", "TERMINAL_STATUSES", "ApiKey", "ApiKeyScope", "Conversation", "ConversationItem",
+    "DeferredState", "DeliveryStatus", "EventLog", "InputItem", "OutputItem", "Response", "ResponseEvent",
+    "ResponseStatus", "ResponseSteer", "RunStatus", "ScheduledResponse", "ScheduledRun", "SteerState", "Tenant",
+    "TenantDailyUsage", "WebhookAttempt", "WebhookDelivery", "WebhookEndpoint", "new_response_id",
 ]

@@ -95,6 +95,13 @@ class Response(models.Model):
     # what the worker needs to build the prompt and what the Response object echoes.
     request = models.JSONField(default=dict)
     previous_response_id = models.CharField(max_length=64, null=True, blank=True)
+    # The conversation it belongs to (conversations/): its items are the prompt's history,
+    # and its input and output are appended to it when it ends. A plain id, as
+    # previous_response_id is: the Response object still names a deleted conversation.
+    conversation_id = models.CharField(max_length=64, blank=True)
+    # truncation "auto": the most history items dropped from the start of a turn's prompt
+    # to fit the model's context (truncation.py); 0 when the whole history fitted.
+    truncated_items = models.PositiveIntegerField(default=0)
     # Set on a response an operator re-ran from the admin: the response it copies.
     rerun_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns")
     error = models.JSONField(null=True, blank=True)

@@ -21,6 +21,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from responses_app import lanes
+from responses_app.conversations import turns
 from responses_app.daily_usage import add_to_daily_usage
 from responses_app.models import TERMINAL_STATUSES, OutputItem, Response, ResponseEvent
 from responses_app.observability import recorder
@@ -98,7 +99,8 @@ def end_response(
     The terminal event's response object is built from the same values the row gets
     (one ``completed_at``), so it equals what ``GET /v1/responses/{id}`` answers.
     ``on_end`` runs last in that transaction (the worker commits steering input to a
-    successor there); then the response's WebSocket lane moves on (lanes.py).
+    successor there); then the response's WebSocket lane moves on (lanes.py) and its
+    items join its conversation (conversations/turns.py).
     """
     with transaction.atomic():
         rows = Response.objects.select_for_update().filter(pk=response_id).exclude(status__in=TERMINAL_STATUSES)
@@ -132,6 +134,7 @@ def end_response(
         if on_end is not None:
             on_end(response)
         lanes.response_ended(response)
+        turns.response_ended(response)
         event_log.pack_after_commit(response.pk)
     return True
 

@@ -44,7 +44,7 @@ UNSUPPORTED_ITEM_TYPES = frozenset(
     }
 )
 # Known top-level parameters that are refused when set to anything but their default.
-UNSUPPORTED_PARAMETERS = ("conversation", "prompt", "context_management")
+UNSUPPORTED_PARAMETERS = ("prompt", "context_management")
 COMPLETION_WINDOWS = ("soonest", "2h", "8h")
 MAX_CONTINUATION_ID = 256
 INCLUDE_VALUES = frozenset(
@@ -71,6 +71,7 @@ KNOWN_PARAMETERS = frozenset(
         "background",
         "store",
         "previous_response_id",
+        "conversation",
         "max_output_tokens",
         "max_tool_calls",
         "temperature",
@@ -117,6 +118,10 @@ def parse_create_request(body: Any) -> CreateRequest:
     _stream_options(body.get("stream_options"), stream)
 
     previous_response_id = _optional_str(body, "previous_response_id")
+    conversation_id = parse_conversation(body.get("conversation"))
+    if conversation_id and previous_response_id is not None:
+        raise InvalidRequest("'previous_response_id' cannot be used together with 'conversation'.",
+                             param="previous_response_id")
     tools = validate_tools(body.get("tools"))
     params: dict[str, Any] = {
         "instructions": _optional_str(body, "instructions"),
@@ -125,7 +130,7 @@ def parse_create_request(body: Any) -> CreateRequest:
         "temperature": _optional_number(body, "temperature", 0.0, 2.0),
         "top_p": _optional_number(body, "top_p", 0.0, 1.0),
         "reasoning": _reasoning(body.get("reasoning")),
-        "metadata": _metadata(body.get("metadata")),
+        "metadata": parse_metadata(body.get("metadata")),
         "tools": tools,
         "tool_choice": validate_tool_choice(body.get("tool_choice", "auto"), tools),
         "parallel_tool_calls": _bool(body, "parallel_tool_calls", True),
@@ -139,7 +144,7 @@ def parse_create_request(body: Any) -> CreateRequest:
         "include": _include(body.get("include")),
     }
     input_items = parse_input(body.get("input"))
-    if not input_items and previous_response_id is None:
+    if not input_items and previous_response_id is None and not conversation_id:
         raise InvalidRequest("'input' must not be empty.", param="input")
     completion_window, continuation_id = _background_options(body.get("background_options"), background, stream)
     return CreateRequest(
@@ -149,10 +154,44 @@ def parse_create_request(body: Any) -> CreateRequest:
         background=background,
         store=store,
         previous_response_id=previous_response_id,
+        conversation_id=conversation_id,
         params=params,
         completion_window=completion_window,
         continuation_id=continuation_id,
     )
+
+
+# What ``client.responses.input_tokens.count`` sends: the parts of a create that make its prompt.
+COUNT_PARAMETERS = frozenset({"model", "conversation", "input", "instructions", "parallel_tool_calls", "personality",
+                              "previous_response_id", "reasoning", "text", "tool_choice", "tools", "truncation"})
+
+
+def parse_count_request(body: Any) -> CreateRequest:
+    """The body of an input token count as the create it would be. ``model`` is optional
+    (the SDK's own default): every served model renders the same harmony prompt, so the
+    first one stands in."""
+    if not isinstance(body, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    for name in body:
+        if name not in COUNT_PARAMETERS:
+            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
+    if body.get("personality") is not None:
+        raise InvalidRequest("The parameter 'personality' is not supported by gpt-oss.", param="personality")
+    create = {name: value for name, value in body.items() if name != "personality" and value is not None}
+    create.setdefault("model", next(iter(settings.MODEL_REGISTRY)))
+    return parse_create_request(create)
+
+
+def parse_conversation(value: Any) -> str:
+    """``conversation``: its id, or an object with the id; "" when absent."""
+    if value is None:
+        return ""
+    conversation_id = value.get("id") if isinstance(value, dict) else value
+    if not isinstance(conversation_id, str) or not conversation_id:
+        raise invalid_type("conversation", "a conversation id or an object with its 'id'", value)
+    if isinstance(value, dict) and set(value) != {"id"}:
+        raise InvalidRequest("'conversation' takes only its 'id'.", param="conversation")
+    return conversation_id
 
 
 def _background_options(value: Any, background: bool, stream: bool) -> tuple[str, str]:
@@ -276,7 +315,7 @@ def _reasoning(value: Any) -> dict[str, Any]:
     return {"effort": effort, "summary": None}
 
 
-def _metadata(value: Any) -> dict[str, str]:
+def parse_metadata(value: Any) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -348,11 +387,8 @@ def _json_schema_format(text_format: dict[str, Any]) -> dict[str, Any]:
 
 
 def _truncation(value: Any) -> str:
-    if value in (None, "disabled"):
-        return "disabled"
-    if value == "auto":
-        raise InvalidRequest("truncation='auto' is not supported yet; an over-long prompt fails instead.",
-                             param="truncation")
+    if value in (None, "disabled", "auto"):
+        return value or "disabled"
     raise InvalidRequest(f"Invalid value for 'truncation': {value!r}.", param="truncation", code="invalid_value")
 
 
@@ -386,15 +422,16 @@ def _include(value: Any) -> list[str]:
 # --- input items ----------------------------------------------------------------------------
 
 
-def parse_input(value: Any) -> list[dict[str, Any]]:
-    """``input`` as the input items a response stores (ids given where missing)."""
+def parse_input(value: Any, param: str = "input") -> list[dict[str, Any]]:
+    """``input`` as the input items a response stores (ids given where missing); also the
+    items added to a conversation (``param`` names them in errors)."""
     if value is None:
         return []
     if isinstance(value, str):
         return [_message_item("user", [{"type": "input_text", "text": value}], None)]
     if not isinstance(value, list):
-        raise invalid_type("input", "a string or an array", value)
-    return [_input_item(item, f"input[{index}]") for index, item in enumerate(value)]
+        raise invalid_type(param, "a string or an array", value)
+    return [_input_item(item, f"{param}[{index}]") for index, item in enumerate(value)]
 
 
 def _input_item(item: Any, param: str) -> dict[str, Any]:

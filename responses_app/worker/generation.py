@@ -70,9 +70,14 @@ def generate(
 
 def _prompt(response: Response, history: list[dict[str, Any]], output: list[dict[str, Any]]) -> list[int]:
     try:
-        return response_prompt(response, output, items=history)
+        prompt, dropped = response_prompt(response, output, items=history)
     except (PromptError, PromptTooLong) as error:
         raise ResponseFailure(str(error), code="invalid_prompt") from error
+    if dropped > response.truncated_items:
+        # truncation "auto" dropped history items: the row says how many (the most in any turn).
+        Response.objects.filter(pk=response.pk).update(truncated_items=dropped)
+        response.truncated_items = dropped
+    return prompt
 
 
 @dataclass

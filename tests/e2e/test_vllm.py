@@ -103,6 +103,17 @@ def test_cached_tokens_in_usage_are_vllms_prefix_cache_hits(alice, vllm_stack):
     assert cached >= 256 and cached % 128 == 0
 
 
+def test_input_tokens_count_equals_the_usage_of_a_vllm_turn_on_a_conversation(alice, vllm_stack):
+    conversation = alice.conversations.create(items=[{"role": "user", "content": "My name is Ada."}])
+    first = alice.responses.create(model="tiny-random", input="Hello there.", conversation=conversation.id,
+                                   max_output_tokens=6, **GREEDY)
+    request = {"model": "tiny-random", "input": "What is my name?", "instructions": "Be brief.",
+               "conversation": conversation.id}
+    count = alice.responses.input_tokens.count(**request)
+    second = alice.responses.create(**request, max_output_tokens=6, **GREEDY)
+    assert count.input_tokens == second.usage.input_tokens > first.usage.input_tokens
+
+
 def test_a_random_model_stream_always_terminates_and_the_sdk_accepts_it(alice, vllm_stack):
     for seed_text in ("Hello there", "Tell me a story", "x"):
         for temperature in (0.0, 1.0):

@@ -1,0 +1,79 @@
+"""/v1/conversations and their items, as ``client.conversations`` calls them."""
+
+from __future__ import annotations
+
+from django.http import HttpResponseBase, JsonResponse
+from rest_framework.request import Request
+
+from responses_app.api import openapi
+from responses_app.api.base import ApiView
+from responses_app.api.params import include_param, int_param, json_body, order_param
+from responses_app.asyncdb import db
+from responses_app.conversations import store
+from responses_app.errors import InvalidRequest
+from responses_app.wire_objects import conversation_item_object
+
+
+class ConversationsView(ApiView):
+    """POST /v1/conversations"""
+
+    @openapi.CONVERSATION_CREATE
+    async def post(self, request: Request) -> HttpResponseBase:
+        conversation = await db(store.create_conversation)(request.user.tenant, json_body(request))
+        return JsonResponse(store.conversation_object(conversation))
+
+
+class ConversationView(ApiView):
+    """GET, POST (update) and DELETE /v1/conversations/{id}"""
+
+    @openapi.CONVERSATION_RETRIEVE
+    async def get(self, request: Request, conversation_id: str) -> HttpResponseBase:
+        conversation = await db(store.get_conversation)(request.user.tenant, conversation_id)
+        return JsonResponse(store.conversation_object(conversation))
+
+    @openapi.CONVERSATION_UPDATE
+    async def post(self, request: Request, conversation_id: str) -> HttpResponseBase:
+        conversation = await db(store.update_conversation)(request.user.tenant, conversation_id, json_body(request))
+        return JsonResponse(store.conversation_object(conversation))
+
+    @openapi.CONVERSATION_DELETE
+    async def delete(self, request: Request, conversation_id: str) -> HttpResponseBase:
+        await db(store.delete_conversation)(request.user.tenant, conversation_id)
+        return JsonResponse({"id": conversation_id, "object": "conversation.deleted", "deleted": True})
+
+
+class ConversationItemsView(ApiView):
+    """POST (add) and GET (list) /v1/conversations/{id}/items"""
+
+    @openapi.CONVERSATION_ITEMS_CREATE
+    async def post(self, request: Request, conversation_id: str) -> HttpResponseBase:
+        include = include_param(request.query_params)
+        items = await db(store.add_items)(request.user.tenant, conversation_id, json_body(request))
+        return JsonResponse(store.items_list(items, include))
+
+    @openapi.CONVERSATION_ITEMS_LIST
+    async def get(self, request: Request, conversation_id: str) -> HttpResponseBase:
+        query = request.query_params
+        for name in query:
+            if name not in ("after", "limit", "order", "include", "include[]"):
+                raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
+        page = await db(store.items_page)(
+            request.user.tenant, conversation_id, after=query.get("after"),
+            limit=int_param(query, "limit", minimum=1, maximum=100) or 20, order=order_param(query),
+            include=include_param(query))
+        return JsonResponse(page)
+
+
+class ConversationItemView(ApiView):
+    """GET and DELETE /v1/conversations/{id}/items/{item_id}"""
+
+    @openapi.CONVERSATION_ITEM_RETRIEVE
+    async def get(self, request: Request, conversation_id: str, item_id: str) -> HttpResponseBase:
+        include = include_param(request.query_params)
+        item = await db(store.get_item)(request.user.tenant, conversation_id, item_id)
+        return JsonResponse(conversation_item_object(item.data, include))
+
+    @openapi.CONVERSATION_ITEM_DELETE
+    async def delete(self, request: Request, conversation_id: str, item_id: str) -> HttpResponseBase:
+        conversation = await db(store.delete_item)(request.user.tenant, conversation_id, item_id)
+        return JsonResponse(store.conversation_object(conversation))

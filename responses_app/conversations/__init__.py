@@ -1,0 +1,5 @@
+"""Conversations (``client.conversations``): items.py reads and appends their items,
+turns.py ties a response to one (its history in, its items out), store.py serves them to
+the API (validated bodies, pages).
+
+Not to be confused with responses_app/conversation.py: the prompt of one response."""

@@ -1,0 +1,149 @@
+"""A tenant's conversations and their items, as ``client.conversations`` and
+``client.conversations.items`` manage them.
+
+Items are validated like a create's ``input`` (validation/create.parse_input) and kept in
+order by position. While a response works on a conversation (``active_response``), its
+items cannot change: that response's prompt is built from them, and its own items are
+appended when it ends (turns.py); adding or deleting items then is a 409
+``conversation_locked``, as is deleting the conversation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from responses_app.conversations.items import LOCKED, append_items
+from responses_app.errors import Conflict, InvalidRequest, NotFound, invalid_type
+from responses_app.models import Conversation, ConversationItem, Tenant
+from responses_app.request_body import body_fields
+from responses_app.validation.create import parse_input, parse_metadata
+from responses_app.wire_objects import conversation_item_object, list_object
+
+MAX_ITEMS_PER_REQUEST = 20
+
+
+def conversation_object(conversation: Conversation) -> dict[str, Any]:
+    return {"id": conversation.pk, "object": "conversation", "created_at": int(conversation.created_at.timestamp()),
+            "metadata": conversation.metadata}
+
+
+def get_conversation(tenant: Tenant, conversation_id: str) -> Conversation:
+    conversation = Conversation.objects.filter(tenant=tenant, pk=conversation_id).first()
+    if conversation is None:
+        raise NotFound(f"Conversation with id '{conversation_id}' not found.", param="conversation_id")
+    return conversation
+
+
+def create_conversation(tenant: Tenant, body: Any) -> Conversation:
+    """A conversation with its ``metadata`` and up to 20 initial ``items``, in one transaction."""
+    fields = body_fields({} if body is None else body, ("items", "metadata"))
+    items = _items(fields.get("items", []), "items", allow_empty=True)
+    with transaction.atomic():
+        conversation = Conversation.objects.create(tenant=tenant, metadata=parse_metadata(fields.get("metadata")))
+        append_items(conversation, items)
+    return conversation
+
+
+def update_conversation(tenant: Tenant, conversation_id: str, body: Any) -> Conversation:
+    """Replace the metadata (the SDK requires it; null clears it). Allowed while a response
+    works on the conversation: metadata is not part of any prompt."""
+    body_fields(body, ("metadata",))
+    if "metadata" not in body:
+        raise InvalidRequest("Missing required parameter: 'metadata'.", param="metadata",
+                             code="missing_required_parameter")
+    metadata = parse_metadata(body["metadata"])
+    conversation = get_conversation(tenant, conversation_id)
+    Conversation.objects.filter(pk=conversation.pk).update(metadata=metadata, updated_at=timezone.now())
+    conversation.metadata = metadata
+    return conversation
+
+
+def delete_conversation(tenant: Tenant, conversation_id: str) -> None:
+    """Delete it with its items; the responses that worked on it stay (they name its id)."""
+    with transaction.atomic():
+        conversation = _locked(tenant, conversation_id)
+        conversation.delete()
+
+
+def add_items(tenant: Tenant, conversation_id: str, body: Any) -> list[ConversationItem]:
+    """Append up to 20 items, after every item already there."""
+    fields = body_fields(body, ("items",), required=("items",))
+    items = _items(fields["items"], "items", allow_empty=False)
+    with transaction.atomic():
+        conversation = _locked(tenant, conversation_id)
+        known = set(ConversationItem.objects.filter(conversation=conversation, item_id__in=[i["id"] for i in items])
+                    .values_list("item_id", flat=True))
+        for index, item in enumerate(items):
+            if item["id"] in known:
+                raise InvalidRequest(f"An item with id '{item['id']}' is already in this conversation.",
+                                     param=f"items[{index}].id", code="duplicate_item")
+        return append_items(conversation, items)
+
+
+def items_page(tenant: Tenant, conversation_id: str, *, after: str | None, limit: int, order: str,
+               include: list[str]) -> dict[str, Any]:
+    """One page of the conversation's items (newest first unless ``order`` is asc)."""
+    conversation = get_conversation(tenant, conversation_id)
+    items = ConversationItem.objects.filter(conversation=conversation)
+    if after is not None:
+        cursor = items.filter(item_id=after).values_list("position", flat=True).first()
+        if cursor is None:
+            raise InvalidRequest(f"No item with id '{after}' in this conversation.", param="after")
+        items = items.filter(position__gt=cursor) if order == "asc" else items.filter(position__lt=cursor)
+    page = list(items.order_by("position" if order == "asc" else "-position")[: limit + 1])
+    return items_list(page[:limit], include, has_more=len(page) > limit)
+
+
+def items_list(items: list[ConversationItem], include: list[str], *, has_more: bool = False) -> dict[str, Any]:
+    return list_object([conversation_item_object(item.data, include) for item in items], has_more)
+
+
+def get_item(tenant: Tenant, conversation_id: str, item_id: str) -> ConversationItem:
+    conversation = get_conversation(tenant, conversation_id)
+    item = ConversationItem.objects.filter(conversation=conversation, item_id=item_id).first()
+    if item is None:
+        raise NotFound(f"Item with id '{item_id}' not found in conversation '{conversation_id}'.", param="item_id")
+    return item
+
+
+def delete_item(tenant: Tenant, conversation_id: str, item_id: str) -> Conversation:
+    """Delete one item; the conversation is returned, as the SDK types it."""
+    with transaction.atomic():
+        conversation = _locked(tenant, conversation_id)
+        deleted, _ = ConversationItem.objects.filter(conversation=conversation, item_id=item_id).delete()
+        if not deleted:
+            raise NotFound(f"Item with id '{item_id}' not found in conversation '{conversation_id}'.",
+                           param="item_id")
+    return conversation
+
+
+def _locked(tenant: Tenant, conversation_id: str) -> Conversation:
+    """The conversation, locked for a write of its items (inside a transaction); 409 while
+    a response works on it."""
+    if not Conversation.objects.filter(tenant=tenant, pk=conversation_id).update(updated_at=timezone.now()):
+        raise NotFound(f"Conversation with id '{conversation_id}' not found.", param="conversation_id")
+    conversation = Conversation.objects.get(pk=conversation_id)
+    if conversation.active_response_id:
+        raise Conflict(f"Response '{conversation.active_response_id}' is working on this conversation; its items "
+                       "can change once it has ended.", param="conversation_id", code=LOCKED)
+    return conversation
+
+
+def _items(value: Any, param: str, *, allow_empty: bool) -> list[dict[str, Any]]:
+    if not isinstance(value, list):
+        raise invalid_type(param, "an array", value)
+    if not value and not allow_empty:
+        raise InvalidRequest(f"'{param}' must not be empty.", param=param)
+    if len(value) > MAX_ITEMS_PER_REQUEST:
+        raise InvalidRequest(f"'{param}' can have at most {MAX_ITEMS_PER_REQUEST} items, got {len(value)}.",
+                             param=param, code="array_above_max_length")
+    items = parse_input(value, param=param)
+    ids = [item["id"] for item in items]
+    for index, item_id in enumerate(ids):
+        if item_id in ids[:index]:
+            raise InvalidRequest(f"Duplicate item id '{item_id}'.", param=f"{param}[{index}].id",
+                                 code="duplicate_item")
+    return items
