@@ -201,6 +201,8 @@ SSE_KEEPALIVE_S = env_float("SSE_KEEPALIVE_S", 15.0)
 WS_RESUME_GRACE_S = env_float("WS_RESUME_GRACE_S", 30.0)
 WS_MAX_PENDING_STEERS = int(env_float("WS_MAX_PENDING_STEERS", 8))
 WS_CURSOR_TTL_S = int(env_float("WS_CURSOR_TTL_S", 3600))
+# POST /v1/responses/compact: the most tokens the model may spend on its summary turn.
+COMPACTION_MAX_OUTPUT_TOKENS = int(env_float("COMPACTION_MAX_OUTPUT_TOKENS", 2048))
 # Database threads of one web process (responses_app/asyncdb.py): for requests' own work
 # (creates, retrieves) and, apart, for the reads of the streams that follow responses.
 WEB_REQUEST_DB_THREADS = int(env_float("WEB_REQUEST_DB_THREADS", 8))

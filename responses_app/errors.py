@@ -74,6 +74,13 @@ class ServerError(APIError):
         super().__init__("The server had an error while processing your request.")
 
 
+class CompactionFailed(APIError):
+    """The summarization turn of a compaction ended without a summary (the SDKs retry a 500)."""
+
+    status_code = 500
+    error_type = "server_error"
+
+
 class ServiceUnavailable(APIError):
     """A dependency this server needs (the database) is down for now; the SDKs retry a 503."""
 

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from responses_app.errors import InvalidRequest, NotFound
-from responses_app.models import InputItem, OutputItem, Response, Tenant
+from responses_app.compaction import compaction_item
+from responses_app.errors import CompactionFailed, InvalidRequest, NotFound
+from responses_app.models import InputItem, OutputItem, Response, ResponseStatus, Tenant
 from responses_app.retention import unexpired
-from responses_app.wire_objects import item_object, list_object, response_object
+from responses_app.wire_objects import compacted_object, item_object, list_object, response_object
 
 
 def get_response(tenant: Tenant, response_id: str) -> Response:
@@ -43,6 +44,17 @@ def input_items_page(response: Response, *, after: str | None, limit: int, order
     items = items.order_by("position" if order == "asc" else "-position")
     page = list(items[: limit + 1])
     return list_object([item_object(item.data) for item in page[:limit]], len(page) > limit)
+
+
+def compacted_response(turn: Response, kept: list[dict[str, Any]]) -> dict[str, Any]:
+    """The response.compaction object of a finished summarization turn (services.start_compaction):
+    the kept items, then a compaction item with the turn's final answer as its summary."""
+    answers = [item for item in output_items(turn) if item.get("type") == "message"]
+    summary = "".join(part.get("text", "") for item in answers for part in item.get("content", []))
+    if turn.status not in (ResponseStatus.COMPLETED, ResponseStatus.INCOMPLETE) or not summary.strip():
+        why = f": {turn.error['message']}" if turn.error else ""
+        raise CompactionFailed(f"The model did not write a summary (its turn ended {turn.status}{why}).")
+    return compacted_object(turn, [*kept, compaction_item(summary)])
 
 
 def response_by_id(response_id: str) -> Response | None:

@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Q, Subquery
 from django.utils import timezone
 
-from responses_app import lanes, quotas, steering
+from responses_app import compaction, lanes, quotas, steering
 from responses_app.conversation import check_prompt, history, previous_chain
 from responses_app.conversations import turns
 from responses_app.errors import APIError, InvalidRequest, NotFound
@@ -140,6 +140,20 @@ def count_input_tokens(tenant: Tenant, request: CreateRequest) -> int:
     earlier = _earlier_items(tenant, request, previous)
     _check_function_call_outputs(earlier, request.input_items)
     return check_prompt(request.model, request.params, earlier + request.input_items, timezone.now().date())
+
+
+def start_compaction(tenant: Tenant, request: CreateRequest) -> tuple[Response, list[dict[str, Any]]]:
+    """The summarization turn of a compaction of ``request``'s context (its previous
+    response chain, then its input): a store=false response whose prompt is that context
+    and the summary request, truncated "auto" so that an over-long context still compacts.
+    Returns it (queued) and the items the compaction keeps verbatim."""
+    previous = _previous_response(tenant, request.previous_response_id)
+    context = _earlier_items(tenant, request, previous) + request.input_items
+    turn = CreateRequest(
+        model=request.model, input_items=[*context, compaction.summary_request_item()], stream=False,
+        background=False, store=False, previous_response_id=None,
+        params={**request.params, "truncation": "auto", "max_output_tokens": settings.COMPACTION_MAX_OUTPUT_TOKENS})
+    return create_response(tenant, turn), compaction.kept_verbatim(context)
 
 
 def _earlier_items(tenant: Tenant, request: CreateRequest, previous: Response | None) -> list[dict[str, Any]]:

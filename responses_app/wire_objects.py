@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from openai.types.conversations import ConversationItem
+from openai.types.responses import CompactedResponse, ResponseItem
 from openai.types.responses import Response as ResponseObject
-from openai.types.responses import ResponseItem
 from pydantic import TypeAdapter
 
 from responses_app.models import Response
@@ -66,6 +66,17 @@ def response_object(
         if rendered.get(name) is not None:
             rendered[name] = int(rendered[name])
     return rendered
+
+
+def compacted_object(turn: Response, output: list[dict[str, Any]]) -> dict[str, Any]:
+    """The response.compaction object: a compaction's output, with its summarization
+    turn's id, time and usage."""
+    data = {"id": turn.id, "object": "response.compaction", "created_at": int(turn.created_at.timestamp()),
+            "output": [], "usage": turn.usage}
+    rendered = CompactedResponse.model_validate(data).model_dump(mode="json", exclude_unset=True, by_alias=True)
+    # The SDK types ``output`` as output items, yet it holds the user's (input) messages
+    # too, as in OpenAI's API: each item is checked against the union of all items instead.
+    return {**rendered, "created_at": data["created_at"], "output": [item_object(item) for item in output]}
 
 
 def item_object(item: dict[str, Any]) -> dict[str, Any]:

@@ -26,8 +26,15 @@ from openai.types.conversations import (
 from openai.types.conversations.conversation_create_params import ConversationCreateParams
 from openai.types.conversations.conversation_update_params import ConversationUpdateParams
 from openai.types.conversations.item_create_params import ItemCreateParams
-from openai.types.responses import InputTokenCountResponse, Response, ResponseItemList, ResponseStreamEvent
+from openai.types.responses import (
+    CompactedResponse,
+    InputTokenCountResponse,
+    Response,
+    ResponseItemList,
+    ResponseStreamEvent,
+)
 from openai.types.responses.input_token_count_params import InputTokenCountParams
+from openai.types.responses.response_compact_params import ResponseCompactParams
 from openai.types.responses.response_create_params import ResponseCreateParamsBase
 from openai.types.webhooks import (
     DeletedWebhookEndpoint,
@@ -81,6 +88,8 @@ SDK_TYPES = (
     ("ConversationUpdateParams", ConversationUpdateParams, "validation"),
     ("ConversationItemCreateParams", ItemCreateParams, "validation"),
     ("InputTokenCountParams", InputTokenCountParams, "validation"),
+    ("ResponseCompactParams", ResponseCompactParams, "validation"),
+    ("CompactedResponse", CompactedResponse, "serialization"),
     ("InputTokenCountResponse", InputTokenCountResponse, "serialization"),
 )
 ERROR = {
@@ -260,6 +269,10 @@ SCHEDULE_RUNS = extend_schema(
     operation_id="listScheduledResponseRuns", summary="List the responses a schedule created, newest first",
     parameters=PAGE, responses={200: OpenApiResponse(list_of(ref("Response")))})
 
+COMPACT = extend_schema(
+    operation_id="compactResponse", summary="Compact a context: its user messages and a summary by the model",
+    request={"application/json": ref("ResponseCompactParams")},
+    responses={200: OpenApiResponse(ref("CompactedResponse"))})
 INPUT_TOKENS = extend_schema(
     operation_id="countInputTokens", summary="Count the prompt tokens of a create, without creating it",
     request={"application/json": ref("InputTokenCountParams")},

@@ -8,8 +8,9 @@ from responses_app.api import container_files, conversations, openapi, scheduled
 
 urlpatterns = [
     path("responses", views.ResponsesView.as_view()),
-    # Before responses/<id>, which would take "input_tokens" for an id.
+    # Before responses/<id>, which would take "input_tokens" or "compact" for an id.
     path("responses/input_tokens", views.InputTokensView.as_view()),
+    path("responses/compact", views.CompactView.as_view()),
     path("responses/<str:response_id>", views.ResponseView.as_view()),
     path("responses/<str:response_id>/cancel", views.ResponseCancelView.as_view()),
     path("responses/<str:response_id>/input_items", views.InputItemsView.as_view()),

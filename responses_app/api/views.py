@@ -21,7 +21,7 @@ from responses_app.models import Response
 from responses_app.stream.event_log import Frames
 from responses_app.stream.reader import ResponseGone, follow_frames, wait_until_finished
 from responses_app.stream.sse import sse_frame, sse_response
-from responses_app.validation.create import parse_count_request, parse_create_request
+from responses_app.validation.create import parse_compact_request, parse_count_request, parse_create_request
 from responses_app.wire_objects import model_object
 
 CANCEL_WAIT_S = 5.0
@@ -113,6 +113,23 @@ class InputItemsView(ApiView):
         response = await db(selectors.get_response)(request.user.tenant, response_id)
         page = await db(selectors.input_items_page)(response, after=query.get("after"), limit=limit, order=order)
         return JsonResponse(page)
+
+
+class CompactView(ApiView):
+    """POST /v1/responses/compact: a model turn that summarizes the context, waited for."""
+
+    throttle_classes = [TenantCreateThrottle]
+
+    @openapi.COMPACT
+    async def post(self, request: Request) -> HttpResponseBase:
+        compact_request = parse_compact_request(json_body(request))
+        turn, kept = await db(services.start_compaction)(request.user.tenant, compact_request)
+        try:
+            finished = await _wait_until_finished(turn.pk)
+        except asyncio.CancelledError:
+            await db(services.cancel_by_id)(turn.pk)
+            raise
+        return JsonResponse(await db(selectors.compacted_response)(finished, kept))
 
 
 class InputTokensView(ApiView):

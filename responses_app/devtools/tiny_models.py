@@ -31,6 +31,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from responses_app.engines.base import SUMMARY_REQUEST
 from responses_app.harmony.encoding import get_encoding, vocabulary_dir
 from responses_app.harmony.prompt import PromptRequest, render_prompt, tool_result_tokens
 from responses_app.harmony.vocab import VOCAB_FILE, VOCAB_SHA256, verify_vocabulary
@@ -148,6 +149,10 @@ def _reasoning(text: str) -> dict:
     return {"type": "reasoning", "summary": [], "content": [{"type": "reasoning_text", "text": text}]}
 
 
+def _answer(text: str) -> dict:
+    return {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": text}]}
+
+
 WEATHER_TOOL = {
     "type": "function",
     "name": "get_weather",
@@ -169,6 +174,20 @@ TRANSCRIPTS: tuple[Transcript, ...] = (
                 new_items=(_user("What is the capital of France?"),),
                 completion="<|channel|>analysis<|message|>The user asks for the capital of France. It is Paris.<|end|>"
                 "<|start|>assistant<|channel|>final<|message|>The capital of France is Paris.<|return|>",
+            ),
+        ),
+    ),
+    # The summarization turn of a compaction (POST /v1/responses/compact) of "capital".
+    Transcript(
+        name="summary",
+        turns=(
+            Turn(
+                new_items=(_user("What is the capital of France?"),
+                           _reasoning("The user asks for the capital of France. It is Paris."),
+                           _answer("The capital of France is Paris."), _user(SUMMARY_REQUEST)),
+                completion="<|channel|>analysis<|message|>I will summarize the conversation.<|end|>"
+                "<|start|>assistant<|channel|>final<|message|>The user asked for the capital of France: "
+                "Paris.<|return|>",
             ),
         ),
     ),

@@ -11,6 +11,15 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+# The user message that ends a compaction turn (POST /v1/responses/compact): a model
+# answers it with its own summary of the conversation before it; the echo engine, which
+# has no model, with a deterministic digest of that conversation.
+SUMMARY_REQUEST = (
+    "Summarize the conversation above for your own later use, as it will replace everything but the user's "
+    "messages: what was asked and decided, facts learned, tool calls made and their results, and what is still "
+    "open. Answer with the summary only."
+)
+
 
 @dataclass(frozen=True)
 class SamplingParams:

@@ -10,6 +10,8 @@ It reads the harmony prompt it is given and answers the LAST user message:
   script drives a whole tool-calling exchange, within one response or across several.
   ``{tool_output}`` in a script stands for the text of the prompt's last tool message,
   so that a test can see what a tool told the model.
+* The compaction request (base.SUMMARY_REQUEST): a digest of the messages before it,
+  each one's role and the start of its text, standing in for a model's summary.
 
 Every call runs on the engine host's shared asyncio loop, so it never blocks.
 """
@@ -23,7 +25,7 @@ from dataclasses import dataclass
 
 from openai_harmony import HarmonyEncoding, Message, Role, StreamableParser
 
-from responses_app.engines.base import EngineChunk, EngineDead, SamplingParams
+from responses_app.engines.base import SUMMARY_REQUEST, EngineChunk, EngineDead, SamplingParams
 from responses_app.harmony.encoding import get_encoding, special_token_id
 
 SCRIPT_PREFIX = "<|channel|>"
@@ -31,6 +33,7 @@ TOOL_OUTPUT_PLACEHOLDER = "{tool_output}"
 CHUNK_TOKENS = 3  # small, so that message boundaries fall inside a chunk
 ABORTED_HISTORY = 1000
 EXHAUSTED_TEXT = "(echo: the script has no more segments)"
+DIGEST_CHARS = 80
 
 
 @dataclass(frozen=True)
@@ -40,6 +43,7 @@ class PromptView:
     user_text: str  # the last user message ("" if none)
     calls_after_user: int  # assistant tool calls the prompt holds after that message
     last_tool_output: str = ""  # the text of the last tool message after it
+    earlier: tuple[tuple[str, str], ...] = ()  # (role, text) of the messages before it, system left out
 
 
 class EchoEngine:
@@ -94,7 +98,9 @@ class EchoEngine:
         encoding = get_encoding()
         prompt, prefill = split_prefill(encoding, prompt_token_ids)
         view = read_prompt(encoding, prompt)
-        if view.user_text.lstrip().startswith(SCRIPT_PREFIX):
+        if view.user_text == SUMMARY_REQUEST:
+            tokens = echo_final(encoding, digest(view.earlier))
+        elif view.user_text.lstrip().startswith(SCRIPT_PREFIX):
             script = view.user_text.lstrip().replace(TOOL_OUTPUT_PLACEHOLDER, view.last_tool_output)
             tokens = script_segment(encoding, script, view.calls_after_user)
         else:
@@ -160,8 +166,9 @@ def read_prompt(encoding: HarmonyEncoding, prompt_token_ids: list[int]) -> Promp
     after = messages[last_user + 1 :]
     calls = sum(1 for message in after if _is_tool_call(message))
     outputs = [_text(message) for message in after if message.author.role == Role.TOOL]
+    earlier = tuple((str(m.author.role.value), _text(m)) for m in messages[:last_user] if m.author.role != Role.SYSTEM)
     return PromptView(user_text=_text(messages[last_user]), calls_after_user=calls,
-                      last_tool_output=outputs[-1] if outputs else "")
+                      last_tool_output=outputs[-1] if outputs else "", earlier=earlier)
 
 
 def split_prefill(encoding: HarmonyEncoding, prompt_token_ids: list[int]) -> tuple[list[int], list[int]]:
@@ -226,6 +233,12 @@ def echo_answer(encoding: HarmonyEncoding, user_text: str) -> list[int]:
         *plain(f"You said: {user_text}"),
         *markup("<|return|>"),
     ]
+
+
+def digest(messages: tuple[tuple[str, str], ...]) -> str:
+    """The echo engine's summary: each earlier message's role and its first words."""
+    lines = [f"{role}: {text[:DIGEST_CHARS]}" for role, text in messages if text]
+    return "Summary of the earlier conversation. " + " | ".join(lines)
 
 
 def script_segments(encoding: HarmonyEncoding, script: str) -> list[list[int]]:

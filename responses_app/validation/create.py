@@ -11,6 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
+from responses_app.compaction import InvalidCompaction, summary_of
 from responses_app.errors import InvalidRequest, invalid_type
 from responses_app.ids import new_id
 from responses_app.services import CreateRequest
@@ -180,6 +181,25 @@ def parse_count_request(body: Any) -> CreateRequest:
     create = {name: value for name, value in body.items() if name != "personality" and value is not None}
     create.setdefault("model", next(iter(settings.MODEL_REGISTRY)))
     return parse_create_request(create)
+
+
+# What ``client.responses.compact`` sends that gpt-oss can use (prompt caching is vLLM's own).
+COMPACT_PARAMETERS = frozenset({"model", "input", "instructions", "previous_response_id", "prompt_cache_key",
+                                "prompt_cache_options", "prompt_cache_retention", "service_tier", "image"})
+
+
+def parse_compact_request(body: Any) -> CreateRequest:
+    """The body of a compaction as the create of the context it compacts."""
+    if not isinstance(body, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    for name in body:
+        if name not in COMPACT_PARAMETERS:
+            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
+    if body.get("image") is not None:
+        raise InvalidRequest("The parameter 'image' is not supported by gpt-oss.", param="image")
+    return parse_create_request({name: body[name] for name in ("model", "input", "instructions",
+                                                               "previous_response_id", "prompt_cache_key",
+                                                               "service_tier") if body.get(name) is not None})
 
 
 def parse_conversation(value: Any) -> str:
@@ -464,6 +484,8 @@ def _input_item(item: Any, param: str) -> dict[str, Any]:
         }
     if item_type == "reasoning":
         return _reasoning_item(item, param)
+    if item_type == "compaction":
+        return _compaction_item(item, param)
     if item_type == "mcp_approval_response":
         return approval_response_item(item, param)
     if item_type in UNSUPPORTED_ITEM_TYPES:
@@ -530,6 +552,18 @@ def _reasoning_item(item: dict, param: str) -> dict[str, Any]:
                 raise InvalidRequest(f"'{param}.{key}[{index}]' must be {{'type': '{part_type}', 'text': ...}}.",
                                      param=f"{param}.{key}[{index}]")
         result[key] = [{"type": part_type, "text": p["text"]} for p in parts]
+    return result
+
+
+def _compaction_item(item: dict, param: str) -> dict[str, Any]:
+    """A compaction item from POST /v1/responses/compact, passed back as input."""
+    result = {"id": _item_id(item, param, "cmp"), "type": "compaction",
+              "encrypted_content": _item_str(item, "encrypted_content", param)}
+    try:
+        summary_of(result)
+    except InvalidCompaction as error:
+        raise InvalidRequest(str(error), param=f"{param}.encrypted_content",
+                             code="invalid_encrypted_content") from error
     return result
 
 

@@ -114,6 +114,23 @@ def test_input_tokens_count_equals_the_usage_of_a_vllm_turn_on_a_conversation(al
     assert count.input_tokens == second.usage.input_tokens > first.usage.input_tokens
 
 
+def test_compaction_on_vllm_is_an_engine_turn_whose_answer_is_the_summary(alice, vllm_stack, db_access):
+    from responses_app.compaction import summary_of
+    from responses_app.models import Response
+
+    first = alice.responses.create(model="tiny-trained", input=CAPITAL.input, **GREEDY)
+    compacted = alice.responses.compact(model="tiny-trained", previous_response_id=first.id)
+    turn = Response.objects.get(pk=compacted.id)
+    # The summary is the model's own final answer of a turn the vLLM worker ran, prompted
+    # with the context and the summary request (the trained model learned that answer).
+    answer = "".join(part["text"] for item in turn.output_items.values_list("data", flat=True)
+                     if item["type"] == "message" for part in item["content"])
+    assert turn.store is False and turn.status == "completed"
+    assert summary_of(compacted.output[-1].to_dict()) == answer == final_text(transcript("summary").turns[0].completion)
+    assert compacted.usage.input_tokens > first.usage.input_tokens
+    assert [m.content[0].text for m in compacted.output[:-1]] == ["What is the capital of France?"]
+
+
 def test_a_random_model_stream_always_terminates_and_the_sdk_accepts_it(alice, vllm_stack):
     for seed_text in ("Hello there", "Tell me a story", "x"):
         for temperature in (0.0, 1.0):
