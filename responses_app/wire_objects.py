@@ -115,6 +115,22 @@ def list_object(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
             "last_id": data[-1]["id"] if data else None, "has_more": has_more}
 
 
+def container_object(container: Any) -> dict[str, Any]:
+    """A code interpreter container (tools_app's Container) as ``client.containers`` types it."""
+    return {"id": container.pk, "object": "container", "name": container.name, "status": container.status,
+            "created_at": int(container.created_at.timestamp()),
+            "last_active_at": int(container.last_active_at.timestamp()),
+            "expires_after": {"anchor": "last_active_at", "minutes": max(1, container.idle_timeout_s // 60)},
+            "memory_limit": "1g", "network_policy": {"type": "disabled"}}
+
+
+def container_file_object(file: Any) -> dict[str, Any]:
+    """A file of a container (tools_app's ContainerFile), its path as the sandbox sees it."""
+    return {"id": file.pk, "object": "container.file", "container_id": file.container_id,
+            "path": f"/mnt/data/{file.path}", "bytes": file.bytes, "source": file.source,
+            "created_at": int(file.created_at.timestamp())}
+
+
 def model_object(model_id: str) -> dict[str, Any]:
     """A served model as ``GET /v1/models`` lists it."""
     return {"id": model_id, "object": "model", "created": 0, "owned_by": "gpt-oss-responses"}

@@ -45,6 +45,8 @@ STACK_ENV = {
     "BEAT_MAX_LOOP_INTERVAL_S": "1",
     # A foreground WebSocket response whose socket is gone is cancelled 3 s on.
     "WS_RESUME_GRACE_S": "3",
+    # containers.files.create refuses a file above 64 KiB here (the test of the cap).
+    "CONTAINER_FILE_MAX_BYTES": "65536",
     "DETACHED_SWEEP_INTERVAL_S": "1",
 }
 

@@ -6,13 +6,26 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from tools_app.models import Container, McpServer
+from tools_app.models import Container, ContainerFile, McpServer
+
+
+class ContainerFileInline(admin.TabularInline):
+    model = ContainerFile
+    fields = ("id", "path", "bytes", "source", "created_at")
+    readonly_fields = fields
+    extra = 0
+    can_delete = False
+
+    def has_add_permission(self, request: HttpRequest, obj: Container | None = None) -> bool:
+        return False
 
 
 @admin.register(Container)
 class ContainerAdmin(admin.ModelAdmin):
-    """Containers are made by the code interpreter and expired by the beat task: operators
-    look, they do not edit."""
+    """Containers are made by the code interpreter or the Containers API and expired by the
+    beat task: operators look, they do not edit. The files are those of its /mnt/data."""
+
+    inlines = [ContainerFileInline]
 
     list_display = ("id", "tenant", "status", "created_at", "last_active_at")
     list_filter = ("status",)

@@ -9,14 +9,15 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
-from pathlib import Path
+from typing import Any
 
 from django.conf import settings
+from django.db.models import QuerySet
 from django.utils import timezone
 
-from tools_app.models import Container, ContainerStatus
+from tools_app.models import Container, ContainerFile, ContainerFileSource, ContainerStatus
 from tools_app.sandbox import ExecutionResult, Workspace, run_code
-from tools_app.sandbox.files import open_beneath
+from tools_app.sandbox.files import snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -50,11 +51,53 @@ def resolve_container(tenant_id: int, spec: str | dict, reuse_id: str | None = N
     raise ValueError(f"Unsupported code_interpreter container: {spec!r}")
 
 
-def create_container(tenant_id: int, name: str = "") -> Container:
+def create_container(tenant_id: int, name: str = "", idle_timeout_s: int | None = None) -> Container:
     container = Container.objects.create(tenant_id=tenant_id, name=name,
-                                         idle_timeout_s=settings.CONTAINER_IDLE_TIMEOUT_S)
+                                         idle_timeout_s=idle_timeout_s or settings.CONTAINER_IDLE_TIMEOUT_S)
     Workspace.for_container(container.pk).create()
     return container
+
+
+def get_container(tenant_id: int, container_id: str) -> Container:
+    """The tenant's container, running or expired (ContainerNotFound otherwise)."""
+    container = Container.objects.filter(pk=container_id, tenant_id=tenant_id).first()
+    if container is None:
+        raise ContainerNotFound(container_id)
+    return container
+
+
+def containers_page(tenant_id: int, *, after: str | None, limit: int, order: str, name: str | None,
+                    ) -> tuple[list[Container], bool]:
+    """One page of the tenant's containers (running and expired) by created_at."""
+    containers = Container.objects.filter(tenant_id=tenant_id)
+    if name is not None:
+        containers = containers.filter(name=name)
+    cursor = get_container(tenant_id, after) if after is not None else None
+    return created_at_page(containers, cursor, limit, order)
+
+
+def created_at_page(rows: QuerySet, cursor: Any, limit: int, order: str) -> tuple[list[Any], bool]:
+    """The ``limit`` rows after ``cursor`` (a row, or None for the first page) in
+    (created_at, pk) order, and whether more follow."""
+    if cursor is not None:
+        descending = order == "desc"
+        rows = rows.filter(**{"created_at__lte" if descending else "created_at__gte": cursor.created_at}).exclude(
+            created_at=cursor.created_at, **{"pk__gte" if descending else "pk__lte": cursor.pk})
+    ordering = ("-created_at", "-pk") if order == "desc" else ("created_at", "pk")
+    page = list(rows.order_by(*ordering)[: limit + 1])
+    return page[:limit], len(page) > limit
+
+
+def delete_container(tenant_id: int, container_id: str) -> None:
+    """Delete the container with its files: marked expired first, so that no new call
+    starts in it; then, once a call running in it has finished (its lock), its work dir
+    and session go, and the row with its files' rows."""
+    container = get_container(tenant_id, container_id)
+    Container.objects.filter(pk=container.pk).update(status=ContainerStatus.EXPIRED)
+    workspace = Workspace.for_container(container.pk)
+    with _locked(workspace):
+        workspace.remove()
+    container.delete()
 
 
 def execute(container: Container, code: str, timeout_s: float | None = None) -> ExecutionResult:
@@ -71,6 +114,7 @@ def execute(container: Container, code: str, timeout_s: float | None = None) -> 
             raise ContainerNotFound(container.pk)
         result = run_code(workspace, code, timeout_s)
         _touch(container)
+        record_written_files(container, workspace, result.files)
     return result
 
 
@@ -93,31 +137,38 @@ def expire_idle_containers() -> int:
                                                last_active_at=last_active_at).update(status=ContainerStatus.EXPIRED)
             if updated:
                 workspace.remove()
+                ContainerFile.objects.filter(container_id=container_id).delete()
                 expired += 1
     if expired:
         logger.info("Expired %d idle code interpreter containers", expired)
     return expired
 
 
-def container_file(tenant_id: int, container_id: str, path: str) -> Path:
-    """The host path of a file in the tenant's running container, for serving it. Raises
-    ContainerNotFound for a container that is not the tenant's or not running, and
-    FileNotFoundError for a path that is missing, not a regular file, or leaves the work dir
-    (.., absolute, or through a symlink)."""
-    if _running(tenant_id, container_id) is None:
-        raise ContainerNotFound(container_id)
-    workspace = Workspace.for_container(container_id)
-    fd = open_beneath(workspace.data_dir, path)
-    os.close(fd)
-    return workspace.data_dir / path.strip("/")
+def locked(workspace: Workspace) -> Any:
+    """The container's lock, for a change of its files from outside a call (container_files.py)."""
+    return _locked(workspace)
 
 
-def open_container_file(tenant_id: int, container_id: str, path: str) -> int:
-    """Like container_file, but an open read-only fd of the file: nothing can be swapped in
-    between the checks and the read."""
-    if _running(tenant_id, container_id) is None:
+def running_container(tenant_id: int, container_id: str) -> Container:
+    container = _running(tenant_id, container_id)
+    if container is None:
         raise ContainerNotFound(container_id)
-    return open_beneath(Workspace.for_container(container_id).data_dir, path)
+    return container
+
+
+def record_written_files(container: Container, workspace: Workspace, written: list[str]) -> None:
+    """After a call (under its lock): the files it wrote are the container's files, with
+    ``source`` "assistant" unless the user uploaded them, and the rows of files it deleted go."""
+    present = snapshot(workspace.data_dir)
+    for path in written:
+        if path in present:
+            ContainerFile.objects.update_or_create(container=container, path=path, defaults={
+                "bytes": present[path][1]}, create_defaults={"bytes": present[path][1],
+                                                             "source": ContainerFileSource.ASSISTANT})
+    gone = [path for path in ContainerFile.objects.filter(container=container).values_list("path", flat=True)
+            if path not in present]
+    if gone:
+        ContainerFile.objects.filter(container=container, path__in=gone).delete()
 
 
 def _running(tenant_id: int, container_id: str) -> Container | None:

@@ -16,7 +16,9 @@ from django.http import HttpResponseBase, JsonResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
-from openai.types import Model
+from openai.types import ContainerCreateResponse, ContainerListResponse, ContainerRetrieveResponse, Model
+from openai.types.container_create_params import ContainerCreateParams
+from openai.types.containers import FileCreateResponse, FileListResponse, FileRetrieveResponse
 from openai.types.conversations import (
     Conversation,
     ConversationDeletedResource,
@@ -27,9 +29,9 @@ from openai.types.conversations.conversation_create_params import ConversationCr
 from openai.types.conversations.conversation_update_params import ConversationUpdateParams
 from openai.types.conversations.item_create_params import ItemCreateParams
 from openai.types.responses import (
-    CompactedResponse,
     InputTokenCountResponse,
     Response,
+    ResponseItem,
     ResponseItemList,
     ResponseStreamEvent,
 )
@@ -89,7 +91,14 @@ SDK_TYPES = (
     ("ConversationItemCreateParams", ItemCreateParams, "validation"),
     ("InputTokenCountParams", InputTokenCountParams, "validation"),
     ("ResponseCompactParams", ResponseCompactParams, "validation"),
-    ("CompactedResponse", CompactedResponse, "serialization"),
+    ("ResponseItem", ResponseItem, "serialization"),
+    ("ContainerCreateParams", ContainerCreateParams, "validation"),
+    ("ContainerCreateResponse", ContainerCreateResponse, "serialization"),
+    ("ContainerListResponse", ContainerListResponse, "serialization"),
+    ("ContainerRetrieveResponse", ContainerRetrieveResponse, "serialization"),
+    ("ContainerFileCreateResponse", FileCreateResponse, "serialization"),
+    ("ContainerFileListResponse", FileListResponse, "serialization"),
+    ("ContainerFileRetrieveResponse", FileRetrieveResponse, "serialization"),
     ("InputTokenCountResponse", InputTokenCountResponse, "serialization"),
 )
 ERROR = {
@@ -159,6 +168,16 @@ SCHEDULE_CREATE_BODY = {"type": "object", "required": ["name", "schedule", "requ
 SCHEDULE_UPDATE_BODY = {"type": "object", "properties": SCHEDULE_FIELDS}
 
 
+# The SDK's CompactedResponse types ``output`` as output items, yet it holds the user's
+# messages too (input_text parts), as OpenAI's API sends them: any item, then.
+COMPACTED_RESPONSE = {
+    "type": "object", "required": ["id", "object", "created_at", "output", "usage"],
+    "properties": {"id": {"type": "string"}, "object": {"const": "response.compaction"},
+                   "created_at": {"type": "integer"}, "output": {"type": "array", "items": ref("ResponseItem")},
+                   "usage": ref("ResponseUsage")},
+}
+
+
 def list_of(item: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "required": ["object", "data", "first_id", "last_id", "has_more"],
             "properties": {"object": {"const": "list"}, "data": {"type": "array", "items": item},
@@ -219,11 +238,6 @@ MODELS = extend_schema(operation_id="listModels", summary="List the models",
                        responses={200: OpenApiResponse(MODEL_LIST)})
 MODEL = extend_schema(operation_id="retrieveModel", summary="Retrieve a model",
                       responses={200: OpenApiResponse(ref("Model"))})
-CONTAINER_FILE = extend_schema(
-    operation_id="retrieveContainerFileContent",
-    summary="Download a file of a code interpreter container",
-    responses={(200, "application/octet-stream"): OpenApiResponse({"type": "string", "contentEncoding": "binary"})})
-
 PAGE = [OpenApiParameter("after", str, description="The id of the last object of the previous page."),
         OpenApiParameter("limit", int, description="1 to 100 (default 20).")]
 
@@ -269,17 +283,55 @@ SCHEDULE_RUNS = extend_schema(
     operation_id="listScheduledResponseRuns", summary="List the responses a schedule created, newest first",
     parameters=PAGE, responses={200: OpenApiResponse(list_of(ref("Response")))})
 
+CONTAINER_CREATE = extend_schema(
+    operation_id="createContainer", summary="Create a code interpreter container",
+    request={"application/json": ref("ContainerCreateParams")},
+    examples=[OpenApiExample("A container", request_only=True,
+                             value={"name": "analysis", "expires_after": {"anchor": "last_active_at", "minutes": 20}})],
+    responses={200: OpenApiResponse(ref("ContainerCreateResponse"))})
+CONTAINER_LIST = extend_schema(
+    operation_id="listContainers", summary="List the containers",
+    parameters=[*PAGE, OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc."),
+                OpenApiParameter("name", str, description="Only the containers of this name.")],
+    responses={200: OpenApiResponse(list_of(ref("ContainerListResponse")))})
+CONTAINER_RETRIEVE = extend_schema(operation_id="retrieveContainer", summary="Retrieve a container",
+                                   responses={200: OpenApiResponse(ref("ContainerRetrieveResponse"))})
+CONTAINER_DELETE = extend_schema(operation_id="deleteContainer", summary="Delete a container and its files",
+                                 responses={200: OpenApiResponse(deleted("container.deleted"))})
+CONTAINER_FILE_CREATE = extend_schema(
+    operation_id="createContainerFile", summary="Upload a file into a container's /mnt/data",
+    request={"multipart/form-data": {"type": "object", "required": ["file"],
+                                     "properties": {"file": {"type": "string", "format": "binary"}}}},
+    responses={200: OpenApiResponse(ref("ContainerFileCreateResponse"))})
+CONTAINER_FILE_LIST = extend_schema(
+    operation_id="listContainerFiles", summary="List a container's files",
+    parameters=[*PAGE, OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc.")],
+    responses={200: OpenApiResponse(list_of(ref("ContainerFileListResponse")))})
+CONTAINER_FILE_RETRIEVE = extend_schema(operation_id="retrieveContainerFile", summary="Retrieve a container file",
+                                        responses={200: OpenApiResponse(ref("ContainerFileRetrieveResponse"))})
+CONTAINER_FILE_DELETE = extend_schema(operation_id="deleteContainerFile", summary="Delete a container file",
+                                      responses={200: OpenApiResponse(deleted("container.file.deleted"))})
+CONTAINER_FILE_CONTENT = extend_schema(
+    operation_id="retrieveContainerFileContent", summary="Download a container file's bytes",
+    responses={(200, "application/octet-stream"): OpenApiResponse({"type": "string", "contentEncoding": "binary"})})
 COMPACT = extend_schema(
     operation_id="compactResponse", summary="Compact a context: its user messages and a summary by the model",
     request={"application/json": ref("ResponseCompactParams")},
-    responses={200: OpenApiResponse(ref("CompactedResponse"))})
+    examples=[OpenApiExample("A context", request_only=True, value={
+        "model": "echo", "input": [{"role": "user", "content": "My name is Ada."},
+                                   {"role": "assistant", "content": "Hello Ada."}]})],
+    responses={200: OpenApiResponse(COMPACTED_RESPONSE)})
 INPUT_TOKENS = extend_schema(
     operation_id="countInputTokens", summary="Count the prompt tokens of a create, without creating it",
     request={"application/json": ref("InputTokenCountParams")},
+    examples=[OpenApiExample("A question", request_only=True,
+                             value={"model": "echo", "input": "What is the capital of France?"})],
     responses={200: OpenApiResponse(ref("InputTokenCountResponse"))})
 CONVERSATION_CREATE = extend_schema(
     operation_id="createConversation", summary="Create a conversation",
     request={"application/json": ref("ConversationCreateParams")},
+    examples=[OpenApiExample("A thread", request_only=True,
+                             value={"metadata": {"topic": "travel"}, "items": [{"role": "user", "content": "Hi."}]})],
     responses={200: OpenApiResponse(ref("Conversation"))})
 CONVERSATION_RETRIEVE = extend_schema(operation_id="retrieveConversation", summary="Retrieve a conversation",
                                       responses={200: OpenApiResponse(ref("Conversation"))})
@@ -292,6 +344,8 @@ CONVERSATION_DELETE = extend_schema(operation_id="deleteConversation", summary="
 CONVERSATION_ITEMS_CREATE = extend_schema(
     operation_id="createConversationItems", summary="Add up to 20 items to a conversation", parameters=[INCLUDE],
     request={"application/json": ref("ConversationItemCreateParams")},
+    examples=[OpenApiExample("A message", request_only=True,
+                             value={"items": [{"type": "message", "role": "user", "content": "And then?"}]})],
     responses={200: OpenApiResponse(ref("ConversationItemList"))})
 CONVERSATION_ITEMS_LIST = extend_schema(
     operation_id="listConversationItems", summary="List a conversation's items",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from responses_app.api import container_files, conversations, openapi, scheduled_responses, views, webhooks
+from responses_app.api import containers, conversations, openapi, scheduled_responses, views, webhooks
 
 urlpatterns = [
     path("responses", views.ResponsesView.as_view()),
@@ -20,7 +20,11 @@ urlpatterns = [
     path("conversations/<str:conversation_id>/items/<str:item_id>", conversations.ConversationItemView.as_view()),
     path("models", views.ModelsView.as_view()),
     path("models/<str:model_id>", views.ModelView.as_view()),
-    path("containers/<str:container_id>/files/<path:path>", container_files.ContainerFileContentView.as_view()),
+    path("containers", containers.ContainersView.as_view()),
+    path("containers/<str:container_id>", containers.ContainerView.as_view()),
+    path("containers/<str:container_id>/files", containers.ContainerFilesView.as_view()),
+    path("containers/<str:container_id>/files/<str:file_id>", containers.ContainerFileView.as_view()),
+    path("containers/<str:container_id>/files/<str:file_id>/content", containers.ContainerFileContentView.as_view()),
     path("webhook_endpoints", webhooks.WebhookEndpointsView.as_view()),
     path("webhook_endpoints/<str:webhook_endpoint_id>", webhooks.WebhookEndpointView.as_view()),
     path("webhook_endpoints/<str:webhook_endpoint_id>/rotate_secret", webhooks.WebhookRotateSecretView.as_view()),

@@ -240,6 +240,7 @@ class CodeInterpreterCall:
                                 "response.code_interpreter_call_code.done", code=text)
 
     def execute(self) -> ToolResult:
+        from tools_app.container_files import file_ids
         from tools_app.containers import execute
 
         refusal = self.error or self.toolbox.take_call()
@@ -254,8 +255,9 @@ class CodeInterpreterCall:
         if result.error:
             logs = f"{logs}\n{result.error}" if logs else result.error
         outputs: list[dict[str, Any]] = [{"type": "logs", "logs": logs}]
-        outputs += [{"type": "image", "url": container_file_url(container.id, path)}
-                    for path in result.files if path.lower().endswith(IMAGE_SUFFIXES)]
+        ids = file_ids(container.id, [path for path in result.files if path.lower().endswith(IMAGE_SUFFIXES)])
+        outputs += [{"type": "image", "url": container_file_url(container.id, ids[path])}
+                    for path in result.files if path in ids]
         if result.files:
             logs += "\n[files written to /mnt/data: " + ", ".join(result.files) + "]"
         return self._end(outputs, failed=bool(result.error), model_text=logs)
@@ -273,8 +275,8 @@ class CodeInterpreterCall:
 IMAGE_SUFFIXES = (".png", ".jpg", ".jpeg", ".gif", ".webp", ".svg")
 
 
-def container_file_url(container_id: str, path: str) -> str:
-    return f"{settings.PUBLIC_BASE_URL}/v1/containers/{container_id}/files/{path}"
+def container_file_url(container_id: str, file_id: str) -> str:
+    return f"{settings.PUBLIC_BASE_URL}/v1/containers/{container_id}/files/{file_id}/content"
 
 
 # --- web_search (harmony browser) ---------------------------------------------------------------

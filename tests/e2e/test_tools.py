@@ -156,7 +156,11 @@ def test_file_outputs_are_links_that_only_their_tenant_can_read(alice, bob, stac
                                   input=script(python_call(png), final("drawn")))
     [call] = of_type(response, "code_interpreter_call")
     [image] = [output for output in call.outputs if output.type == "image"]
-    assert image.url.endswith(f"/v1/containers/{call.container_id}/files/dot.png")
+    [file] = alice.containers.files.list(call.container_id)
+    assert (file.path, file.source) == ("/mnt/data/dot.png", "assistant")
+    assert image.url.endswith(f"/v1/containers/{call.container_id}/files/{file.id}/content")
+    assert alice.containers.files.content.retrieve(file.id, container_id=call.container_id).read().startswith(
+        b"\x89PNG")
     own = httpx.get(image.url, headers={"Authorization": f"Bearer {alice_key}"})
     assert own.status_code == 200 and own.content.startswith(b"\x89PNG")
     other = httpx.get(image.url, headers={"Authorization": f"Bearer {bob_key}"})

@@ -1,10 +1,11 @@
 """Code interpreter containers as services: resolving a request's container (tenant
 scoped), running code in it (serialised, stateful across lookups), expiry, and the file
-endpoint. Real bubblewrap, real database (SQLite or PostgreSQL)."""
+file endpoints. Real bubblewrap, real database (SQLite or PostgreSQL)."""
 
 from __future__ import annotations
 
 import fcntl
+import os
 import threading
 import time
 from datetime import timedelta
@@ -15,15 +16,16 @@ from django.utils import timezone
 from responses_app.api_keys import create_api_key
 from responses_app.models import Tenant
 from tools_app import tasks
+from tools_app.container_files import open_file, upload_file
 from tools_app.containers import (
     ContainerNotFound,
-    container_file,
     execute,
     expire_idle_containers,
     resolve_container,
 )
-from tools_app.models import Container, ContainerStatus
+from tools_app.models import Container, ContainerFile, ContainerStatus
 from tools_app.sandbox import Workspace
+from tools_app.sandbox.files import open_beneath
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
 
@@ -175,41 +177,52 @@ def test_a_container_busy_in_a_call_is_not_expired(alice):
 # --- files ----------------------------------------------------------------------------------
 
 
-def test_container_file_is_tenant_scoped_and_stays_in_the_work_dir(alice, bob):
+def test_files_the_code_writes_are_the_containers_files_and_links_are_never_followed(alice, bob):
     container = resolve_container(alice.pk, {"type": "auto"})
     execute(container, "import os\nos.makedirs('out')\nopen('out/a.txt', 'w').write('a')\n"
+                       "open('gone.txt', 'w').write('x')\n"
                        "os.symlink('/etc/passwd', 'passwd')\nos.symlink('/etc', 'etc')")
-    assert container_file(alice.pk, container.id, "out/a.txt").read_text() == "a"
+    files = {f.path: (f.bytes, f.source) for f in ContainerFile.objects.filter(container=container)}
+    assert files == {"out/a.txt": (1, "assistant"), "gone.txt": (1, "assistant")}  # links are not files
+    execute(container, "import os\nos.remove('gone.txt')")
+    [written] = ContainerFile.objects.filter(container=container)
+    file, fd = open_file(alice.pk, container.id, written.id)
+    with os.fdopen(fd, "rb") as content:
+        assert (file.path, content.read()) == ("out/a.txt", b"a")
     with pytest.raises(ContainerNotFound):
-        container_file(bob.pk, container.id, "out/a.txt")
+        open_file(bob.pk, container.id, written.id)
+    data_dir = Workspace.for_container(container.id).data_dir
     for path in ("../session/session.pkl", "/etc/passwd", "passwd", "etc/passwd", "out", "missing.txt", ""):
         with pytest.raises(FileNotFoundError):
-            container_file(alice.pk, container.id, path)
+            os.close(open_beneath(data_dir, path))
+    with pytest.raises(FileExistsError):  # an upload never writes through a planted link
+        upload_file(alice.pk, container.id, "passwd", [b"root::0:0::/:/bin/sh"])
+    assert upload_file(alice.pk, container.id, "new.txt", [b"hello"]).source == "user"
 
 
 # Committed rows: the async view authenticates in a database thread of its own, which
 # cannot see a test's uncommitted transaction.
 @pytest.mark.django_db(transaction=True)
-def test_the_file_endpoint_serves_bytes_to_the_owner_only(client, alice, alice_key, bob_key):
+def test_the_content_endpoint_serves_bytes_to_the_owner_only(client, alice, alice_key, bob_key):
     container = resolve_container(alice.pk, {"type": "auto"})
-    execute(container, "open('data.csv', 'w').write('a,b\\n1,2\\n')\nimport os\nos.symlink('/etc/passwd', 'p')")
-    url = f"/v1/containers/{container.id}/files/data.csv"
+    execute(container, "open('data.csv', 'w').write('a,b\\n1,2\\n')")
+    file_id = ContainerFile.objects.get(container=container, path="data.csv").pk
+    url = f"/v1/containers/{container.id}/files/{file_id}/content"
 
     reply = client.get(url, HTTP_AUTHORIZATION=f"Bearer {alice_key}")
     assert reply.status_code == 200
     assert b"".join(reply.streaming_content) == b"a,b\n1,2\n"
     assert reply["Content-Disposition"] == 'attachment; filename="data.csv"'
+    assert reply["Content-Security-Policy"] == "sandbox"
 
     other = client.get(url, HTTP_AUTHORIZATION=f"Bearer {bob_key}")
-    unknown = client.get("/v1/containers/cntr_nope/files/data.csv", HTTP_AUTHORIZATION=f"Bearer {bob_key}")
+    unknown = client.get(f"/v1/containers/cntr_nope/files/{file_id}/content", HTTP_AUTHORIZATION=f"Bearer {bob_key}")
     assert other.status_code == unknown.status_code == 404
     assert other.json()["error"]["message"] == f"Container '{container.id}' not found or expired."
     assert set(other.json()["error"]) == {"message", "type", "param", "code"}
-
-    for path in ("p", "..%2Fsession%2Fsession.pkl", "missing.csv"):
-        missing = client.get(f"/v1/containers/{container.id}/files/{path}", HTTP_AUTHORIZATION=f"Bearer {alice_key}")
-        assert missing.status_code == 404 and missing.json()["error"]["type"] == "invalid_request_error"
-
+    missing = client.get(f"/v1/containers/{container.id}/files/cfile_nope/content",
+                         HTTP_AUTHORIZATION=f"Bearer {alice_key}")
+    assert missing.status_code == 404 and missing.json()["error"]["param"] == "file_id"
     assert client.get(url).status_code == 401
 
 

@@ -10,6 +10,10 @@ def new_container_id() -> str:
     return f"cntr_{secrets.token_hex(24)}"
 
 
+def new_container_file_id() -> str:
+    return f"cfile_{secrets.token_hex(24)}"
+
+
 class ContainerStatus(models.TextChoices):
     RUNNING = "running"
     EXPIRED = "expired"
@@ -29,6 +33,32 @@ class Container(models.Model):
 
     class Meta:
         indexes = [models.Index(fields=["status", "last_active_at"])]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class ContainerFileSource(models.TextChoices):
+    USER = "user"  # uploaded through the API
+    ASSISTANT = "assistant"  # written by the model's code
+
+
+class ContainerFile(models.Model):
+    """A file in a container's work dir (/mnt/data), known by id: uploaded by the user, or
+    found written by a code interpreter call (containers.execute registers it). The bytes
+    live in the work dir; this row names them."""
+
+    id = models.CharField(primary_key=True, max_length=64, default=new_container_file_id, editable=False)
+    container = models.ForeignKey(Container, on_delete=models.CASCADE, related_name="files")
+    # Relative to the work dir: "data.csv" is /mnt/data/data.csv in the sandbox.
+    path = models.CharField(max_length=1024)
+    bytes = models.PositiveBigIntegerField()
+    source = models.CharField(max_length=16, choices=ContainerFileSource.choices)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["container", "path"], name="container_file_path_unique")]
+        indexes = [models.Index(fields=["container", "created_at"])]
 
     def __str__(self) -> str:
         return self.id

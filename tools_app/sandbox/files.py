@@ -1,4 +1,5 @@
-"""Which files of a work dir a call created or changed, and serving one of them safely.
+"""Which files of a work dir a call created or changed, and reading, writing or deleting
+one of them safely.
 
 The work dir is writable by sandboxed code, which may plant symlinks (to /etc/shadow, say)
 or swap directories while the worker looks: the worker, which is root, never follows a link
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Iterable
 from pathlib import Path
 
 # Bounds the worker's time on a work dir that sandboxed code filled with tiny files.
@@ -45,25 +47,66 @@ def open_beneath(root: Path, relative: str) -> int:
     """Open a regular file under root for reading, refusing '..', absolute paths and any
     symlink on the way (component by component, so nothing can be swapped in between).
     Raises FileNotFoundError for all of these, as for a missing file."""
-    parts = [part for part in relative.split("/") if part not in ("", ".")]
-    if not parts or any(part == ".." for part in parts) or relative.startswith("/"):
-        raise FileNotFoundError(relative)
-    directory = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    directory, name = _parent(root, relative)
     try:
-        for part in parts[:-1]:
-            try:
-                child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
-            except (NotADirectoryError, OSError) as error:
-                raise FileNotFoundError(relative) from error
-            os.close(directory)
-            directory = child
-        try:
-            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
-        except OSError as error:
-            raise FileNotFoundError(relative) from error
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=directory)
+    except OSError as error:
+        raise FileNotFoundError(relative) from error
     finally:
         os.close(directory)
     if not stat.S_ISREG(os.fstat(fd).st_mode):
         os.close(fd)
         raise FileNotFoundError(relative)
     return fd
+
+
+def write_beneath(root: Path, name: str, chunks: Iterable[bytes], uid: int | None) -> int:
+    """Write a file named ``name`` directly in root (replacing a regular file of that name,
+    never following a link planted there), owned by ``uid`` when given. Returns its size."""
+    directory = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    try:
+        try:
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK, 0o644,
+                         dir_fd=directory)
+        except OSError as error:  # a link or a directory of that name
+            raise FileExistsError(name) from error
+    finally:
+        os.close(directory)
+    size = 0
+    with os.fdopen(fd, "wb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise FileExistsError(name)
+        for chunk in chunks:
+            file.write(chunk)
+            size += len(chunk)
+        if uid is not None:
+            os.fchown(file.fileno(), uid, uid)
+    return size
+
+
+def unlink_beneath(root: Path, relative: str) -> None:
+    """Delete a file under root, following no link on the way (FileNotFoundError if absent)."""
+    directory, name = _parent(root, relative)
+    try:
+        os.unlink(name, dir_fd=directory)
+    except OSError as error:
+        raise FileNotFoundError(relative) from error
+    finally:
+        os.close(directory)
+
+
+def _parent(root: Path, relative: str) -> tuple[int, str]:
+    """An open fd of the directory that holds ``relative`` under root, and the file's name."""
+    parts = [part for part in relative.split("/") if part not in ("", ".")]
+    if not parts or any(part == ".." for part in parts) or relative.startswith("/"):
+        raise FileNotFoundError(relative)
+    directory = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    for part in parts[:-1]:
+        try:
+            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=directory)
+        except OSError as error:
+            os.close(directory)
+            raise FileNotFoundError(relative) from error
+        os.close(directory)
+        directory = child
+    return directory, parts[-1]

@@ -1,0 +1,159 @@
+"""/v1/containers and their files, as ``client.containers`` calls them: the code
+interpreter's containers, created up front or by a response, and the files in their
+/mnt/data (uploaded by the user or written by the model's code)."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from django.conf import settings
+from django.http import FileResponse, HttpRequest, HttpResponseBase, JsonResponse
+from rest_framework.request import Request
+
+from responses_app.api import openapi
+from responses_app.api.base import ApiView
+from responses_app.api.params import int_param, json_body, order_param
+from responses_app.asyncdb import db
+from responses_app.errors import InvalidRequest, NotFound
+from responses_app.validation.containers import parse_container_create, upload_name
+from responses_app.wire_objects import container_file_object, container_object, list_object
+from tools_app import container_files, containers
+
+
+def _page_query(request: Request, *extra: str) -> tuple[str | None, int, str]:
+    query = request.query_params
+    for name in query:
+        if name not in ("after", "limit", "order", *extra):
+            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
+    return query.get("after"), int_param(query, "limit", minimum=1, maximum=100) or 20, order_param(query)
+
+
+def _not_found(error: Exception, param: str) -> NotFound:
+    return NotFound(str(error), param=param)
+
+
+class ContainersView(ApiView):
+    """POST (create) and GET (list) /v1/containers"""
+
+    @openapi.CONTAINER_CREATE
+    async def post(self, request: Request) -> HttpResponseBase:
+        create = parse_container_create(json_body(request))
+        container = await db(containers.create_container)(request.user.tenant.pk, create.name, create.idle_timeout_s)
+        return JsonResponse(container_object(container))
+
+    @openapi.CONTAINER_LIST
+    async def get(self, request: Request) -> HttpResponseBase:
+        after, limit, order = _page_query(request, "name")
+        try:
+            page, more = await db(containers.containers_page)(request.user.tenant.pk, after=after, limit=limit,
+                                                              order=order, name=request.query_params.get("name"))
+        except containers.ContainerNotFound as error:
+            raise InvalidRequest(str(error), param="after") from None
+        return JsonResponse(list_object([container_object(c) for c in page], more))
+
+
+class ContainerView(ApiView):
+    """GET and DELETE /v1/containers/{id}"""
+
+    @openapi.CONTAINER_RETRIEVE
+    async def get(self, request: Request, container_id: str) -> HttpResponseBase:
+        try:
+            container = await db(containers.get_container)(request.user.tenant.pk, container_id)
+        except containers.ContainerNotFound as error:
+            raise _not_found(error, "container_id") from None
+        return JsonResponse(container_object(container))
+
+    @openapi.CONTAINER_DELETE
+    async def delete(self, request: Request, container_id: str) -> HttpResponseBase:
+        try:
+            await db(containers.delete_container)(request.user.tenant.pk, container_id)
+        except containers.ContainerNotFound as error:
+            raise _not_found(error, "container_id") from None
+        return JsonResponse({"id": container_id, "object": "container.deleted", "deleted": True})
+
+
+class ContainerFilesView(ApiView):
+    """POST (upload, multipart) and GET (list) /v1/containers/{id}/files"""
+
+    @openapi.CONTAINER_FILE_CREATE
+    async def post(self, request: Request, container_id: str) -> HttpResponseBase:
+        file = await db(_upload)(request._request, request.user.tenant.pk, container_id)
+        return JsonResponse(container_file_object(file))
+
+    @openapi.CONTAINER_FILE_LIST
+    async def get(self, request: Request, container_id: str) -> HttpResponseBase:
+        after, limit, order = _page_query(request)
+        try:
+            page, more = await db(container_files.files_page)(request.user.tenant.pk, container_id, after=after,
+                                                              limit=limit, order=order)
+        except containers.ContainerNotFound as error:
+            raise _not_found(error, "container_id") from None
+        except container_files.FileNotInContainer as error:
+            raise InvalidRequest(str(error), param="after") from None
+        return JsonResponse(list_object([container_file_object(f) for f in page], more))
+
+
+class ContainerFileView(ApiView):
+    """GET and DELETE /v1/containers/{id}/files/{file_id}"""
+
+    @openapi.CONTAINER_FILE_RETRIEVE
+    async def get(self, request: Request, container_id: str, file_id: str) -> HttpResponseBase:
+        file = await db(_found(container_files.get_file))(request.user.tenant.pk, container_id, file_id)
+        return JsonResponse(container_file_object(file))
+
+    @openapi.CONTAINER_FILE_DELETE
+    async def delete(self, request: Request, container_id: str, file_id: str) -> HttpResponseBase:
+        await db(_found(container_files.delete_file))(request.user.tenant.pk, container_id, file_id)
+        return JsonResponse({"id": file_id, "object": "container.file.deleted", "deleted": True})
+
+
+class ContainerFileContentView(ApiView):
+    """GET /v1/containers/{id}/files/{file_id}/content: the file's bytes (the ``url`` of a
+    code interpreter ``image`` output)."""
+
+    @openapi.CONTAINER_FILE_CONTENT
+    async def get(self, request: Request, container_id: str, file_id: str) -> FileResponse:
+        file, fd = await db(_found(container_files.open_file))(request.user.tenant.pk, container_id, file_id)
+        response = FileResponse(os.fdopen(fd, "rb"), as_attachment=True, filename=os.path.basename(file.path),
+                                content_type="application/octet-stream")
+        # Files are written by model-run code: never let a browser treat one as a page.
+        response["Content-Security-Policy"] = "sandbox"
+        response["X-Content-Type-Options"] = "nosniff"
+        return response
+
+
+def _found(read: Any) -> Any:
+    """``read`` with the tools' not-found errors as the API's 404."""
+    def call(*args: Any) -> Any:
+        try:
+            return read(*args)
+        except containers.ContainerNotFound as error:
+            raise _not_found(error, "container_id") from None
+        except container_files.FileNotInContainer as error:
+            raise _not_found(error, "file_id") from None
+    return call
+
+
+def _upload(request: HttpRequest, tenant_id: int, container_id: str) -> Any:
+    """The multipart ``file`` written into the container (a database thread: Django parses
+    the body on first access, and it may be spooled to disk)."""
+    if not request.content_type.startswith("multipart/form-data"):
+        body = json_body(request)
+        if isinstance(body, dict) and body.get("file_id") is not None:
+            raise InvalidRequest("'file_id' is not supported: this server has no Files API. Upload the file "
+                                 "itself (multipart 'file').", param="file_id")
+        raise InvalidRequest("Upload the file as multipart/form-data with a 'file' part.", param="file")
+    upload = request.FILES.get("file")
+    if upload is None:
+        raise InvalidRequest("Missing required parameter: 'file'.", param="file", code="missing_required_parameter")
+    if upload.size > settings.CONTAINER_FILE_MAX_BYTES:
+        raise InvalidRequest(f"The file is {upload.size} bytes; the most a container file may have is "
+                             f"{settings.CONTAINER_FILE_MAX_BYTES}.", param="file", code="file_too_large")
+    name = upload_name(upload.name)
+    try:
+        return container_files.upload_file(tenant_id, container_id, name, upload.chunks())
+    except containers.ContainerNotFound as error:
+        raise _not_found(error, "container_id") from None
+    except FileExistsError:
+        raise InvalidRequest(f"'/mnt/data/{name}' is a directory or a link in this container.", param="file") from None

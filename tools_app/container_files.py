@@ -1,0 +1,77 @@
+"""The files of a container as the Containers API manages them: upload into its work dir
+(/mnt/data in the sandbox), list, retrieve, delete, read. Every lookup is scoped to the
+caller's tenant and to a running container; a change takes the container's lock, so it
+never lands in the middle of a code interpreter call."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.db import transaction
+
+from tools_app.containers import created_at_page, locked, running_container
+from tools_app.models import ContainerFile, ContainerFileSource
+from tools_app.sandbox import Workspace
+from tools_app.sandbox.files import open_beneath, unlink_beneath, write_beneath
+
+DATA_DIR = "/mnt/data/"
+
+
+class FileNotInContainer(Exception):
+    def __init__(self, container_id: str, file_id: str) -> None:
+        super().__init__(f"File '{file_id}' not found in container '{container_id}'.")
+
+
+def upload_file(tenant_id: int, container_id: str, name: str, chunks: Iterable[bytes]) -> ContainerFile:
+    """Write an uploaded file as /mnt/data/<name> (``name`` has no directory), replacing a
+    file of that name; the row says ``source`` "user". Raises ContainerNotFound, and
+    FileExistsError where a directory or link holds the name."""
+    container = running_container(tenant_id, container_id)
+    workspace = Workspace.for_container(container.pk)
+    with locked(workspace), transaction.atomic():
+        size = write_beneath(workspace.data_dir, name, chunks, workspace.uid)
+        file, _ = ContainerFile.objects.update_or_create(container=container, path=name, defaults={
+            "bytes": size, "source": ContainerFileSource.USER})
+    return file
+
+
+def get_file(tenant_id: int, container_id: str, file_id: str) -> ContainerFile:
+    running_container(tenant_id, container_id)
+    file = ContainerFile.objects.filter(pk=file_id, container_id=container_id).first()
+    if file is None:
+        raise FileNotInContainer(container_id, file_id)
+    return file
+
+
+def files_page(tenant_id: int, container_id: str, *, after: str | None, limit: int, order: str) -> tuple[
+        list[ContainerFile], bool]:
+    """One page of the container's files by created_at, and whether more follow."""
+    running_container(tenant_id, container_id)
+    cursor = get_file(tenant_id, container_id, after) if after is not None else None
+    return created_at_page(ContainerFile.objects.filter(container_id=container_id), cursor, limit, order)
+
+
+def delete_file(tenant_id: int, container_id: str, file_id: str) -> None:
+    file = get_file(tenant_id, container_id, file_id)
+    workspace = Workspace.for_container(container_id)
+    with locked(workspace):
+        try:
+            unlink_beneath(workspace.data_dir, file.path)
+        except FileNotFoundError:
+            pass  # the code removed it already: the row goes all the same
+        file.delete()
+
+
+def open_file(tenant_id: int, container_id: str, file_id: str) -> tuple[ContainerFile, int]:
+    """The file's row and an open read-only fd of its bytes (FileNotInContainer if its
+    bytes are gone)."""
+    file = get_file(tenant_id, container_id, file_id)
+    try:
+        return file, open_beneath(Workspace.for_container(container_id).data_dir, file.path)
+    except FileNotFoundError:
+        raise FileNotInContainer(container_id, file_id) from None
+
+
+def file_ids(container_id: str, paths: list[str]) -> dict[str, str]:
+    """The ids of the container's files at ``paths`` (relative to the work dir)."""
+    return dict(ContainerFile.objects.filter(container_id=container_id, path__in=paths).values_list("path", "pk"))
