@@ -40,7 +40,8 @@ class ResponsesView(ApiView):
             # A foreground stream's client is its only reader: when it hangs up, stop the work.
             on_disconnect = None if response.background else functools.partial(services.cancel_by_id, response.pk)
             created = Frames(sse_frame(response.created_event), last_sequence_number=0, ends=False)
-            return sse_response(follow_frames(response.pk, -1, on_disconnect=on_disconnect, committed=created))
+            return sse_response(follow_frames(response.pk, -1, on_disconnect=on_disconnect, committed=created,
+                                              error_events=True))
         if response.background:
             return JsonResponse(await db(selectors.render_response)(response))
         try:
@@ -72,7 +73,7 @@ class ResponseView(ApiView):
                 "finished response.",
                 param="starting_after",
             )
-        return sse_response(follow_frames(response.pk, cursor))
+        return sse_response(follow_frames(response.pk, cursor, error_events=True))
 
     @openapi.DELETE
     async def delete(self, request: Request, response_id: str) -> HttpResponseBase:

@@ -9,8 +9,8 @@ from either form of the event log (stream/event_log.py).
 
 A database restart is ridden out: a read that finds the database down is tried again
 every RETRY_INTERVAL_S (a stream sends its keep-alives meanwhile) for up to
-DATABASE_PATIENCE_S, then the error is raised (a stream just ends, and its client
-resumes with ``starting_after``).
+DATABASE_PATIENCE_S; then an API stream ends with an ``error`` event (its client resumes
+with ``starting_after``), and any other reader gets the error raised.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from responses_app.db_outage import DATABASE_DOWN, RETRY_INTERVAL_S
 from responses_app.models import TERMINAL_STATUSES, Response
 from responses_app.observability import recorder
 from responses_app.stream import doorbell, event_log
+from responses_app.stream.sse import error_frame
 
 # Every commit rings the doorbell, so a subscribed reader reads the database when told to,
 # and only every SAFETY_POLL_S in case a message was lost. Idle streams cost almost nothing.
@@ -35,6 +36,9 @@ SAFETY_POLL_S = 5.0
 # A response that another web process is waiting on is read at least this often.
 FINISH_POLL_S = 1.0
 DATABASE_PATIENCE_S = 30.0
+RESPONSE_DELETED = "The response was deleted while it was being streamed."
+DATABASE_GONE = ("The database stayed unavailable; the response may still be running: resume this stream with "
+                 "starting_after={cursor}.")
 
 
 class ResponseGone(Exception):
@@ -43,14 +47,16 @@ class ResponseGone(Exception):
 
 async def follow_frames(
     response_id: str, starting_after: int, on_disconnect: Callable[[], None] | None = None,
-    committed: event_log.Frames | None = None,
+    committed: event_log.Frames | None = None, error_events: bool = False,
 ) -> AsyncIterator[bytes | None]:
     """The SSE frames of the events with sequence_number > starting_after, live until the
     terminal event (or the response's deletion), several at a time where several were
     committed together. ``None`` stands for "nothing for SSE_KEEPALIVE_S": the transport
     sends its keep-alive. ``on_disconnect`` runs (in a database thread) when the consumer
     goes away before the end. ``committed``: the frames right after ``starting_after``,
-    known to be committed (a create's response.created), sent before the first read."""
+    known to be committed (a create's response.created), sent before the first read.
+    ``error_events``: a stream that cannot go on (the response was deleted, the database
+    stayed down) ends with an ``error`` event (sse.error_frame) instead of just ending."""
     cursor = starting_after
     finished = False
     recorder.sse_stream_opened()
@@ -68,7 +74,12 @@ async def follow_frames(
                 except DATABASE_DOWN:
                     outage_since = outage_since or time.monotonic()
                     if time.monotonic() - outage_since > DATABASE_PATIENCE_S:
-                        raise
+                        if not error_events:
+                            raise
+                        finished = True
+                        yield error_frame(cursor + 1, "database_unavailable", DATABASE_GONE.format(cursor=cursor),
+                                          "server_error")
+                        return
                     await asyncio.sleep(RETRY_INTERVAL_S)
                     if time.monotonic() - last_sent >= settings.SSE_KEEPALIVE_S:
                         yield None
@@ -85,6 +96,8 @@ async def follow_frames(
                     continue
                 if state is None or (state[0] in TERMINAL_STATUSES and cursor >= state[1]):
                     finished = True  # deleted, or nothing after the cursor will ever come
+                    if state is None and error_events:
+                        yield error_frame(cursor + 1, "response_deleted", RESPONSE_DELETED, "invalid_request_error")
                     return
                 keepalive_due = settings.SSE_KEEPALIVE_S - (time.monotonic() - last_sent)
                 await listener.wait(max(min(SAFETY_POLL_S, keepalive_due), 0.05))

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from django.http import StreamingHttpResponse
+from openai.types.responses import ResponseErrorEvent
 
 KEEPALIVE_FRAME = b": keep-alive\n\n"
 
@@ -24,6 +25,16 @@ def frame(event_type: str, data: str) -> bytes:
 
 def sse_frame(event: dict[str, Any]) -> bytes:
     return frame(event["type"], event_json(event))
+
+
+def error_frame(sequence_number: int, code: str, message: str, error_type: str) -> bytes:
+    """An ``error`` event: a stream that ends without its terminal event says why. It is not
+    part of the response's event log (the next event, if one comes, reuses the number).
+    The fields of the SDK's ResponseErrorEvent, and the same in an ``error`` object, which
+    is what makes the SDK's stream raise an APIError with the message."""
+    error = {"type": error_type, "code": code, "message": message, "param": None}
+    event = ResponseErrorEvent(type="error", sequence_number=sequence_number, code=code, message=message, param=None)
+    return sse_frame({**event.model_dump(mode="json"), "error": error})
 
 
 async def _with_keepalives(frames: AsyncIterator[bytes | None]) -> AsyncIterator[bytes]:

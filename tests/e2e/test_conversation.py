@@ -108,6 +108,8 @@ def test_deleting_a_running_response_cancels_it_and_ends_its_stream(alice, stack
     raw = alice.with_raw_response.responses.delete(response_id)
     assert raw.status_code == 200
     assert raw.http_response.json() == {"id": response_id, "object": "response.deleted", "deleted": True}
-    list(stream)  # the open stream ends instead of hanging
+    # The open stream ends, with an error event, which the SDK raises, instead of hanging.
+    with pytest.raises(openai.APIError, match="deleted while it was being streamed"):
+        list(stream)
     with pytest.raises(openai.NotFoundError):
         alice.responses.retrieve(response_id)
