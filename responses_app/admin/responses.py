@@ -81,7 +81,7 @@ class ResponseAdmin(admin.ModelAdmin):
     fieldsets = (
         (None, {"fields": (("status_badge", "tenant", "model", "background", "store"),
                            ("created_at", "started_at", "completed_at", "duration"),
-                           ("previous_response", "conversation", "rerun_of", "reruns"))}),
+                           ("previous_response", "conversation", "truncated_items", "rerun_of", "reruns"))}),
         ("WebSocket", {"classes": ("collapse",),
                        "fields": (("socket_session", "stream_id", "lane_after_link", "detached_at"), "steering")}),
         ("Job control", {"classes": ("collapse",),
