@@ -11,6 +11,11 @@ from responses_app.api.params import include_param, int_param, json_body, order_
 from responses_app.asyncdb import db
 from responses_app.conversations import store
 from responses_app.errors import InvalidRequest
+from responses_app.validation.conversations import (
+    parse_conversation_create,
+    parse_conversation_update,
+    parse_items_add,
+)
 from responses_app.wire_objects import conversation_item_object
 
 
@@ -19,7 +24,8 @@ class ConversationsView(ApiView):
 
     @openapi.CONVERSATION_CREATE
     async def post(self, request: Request) -> HttpResponseBase:
-        conversation = await db(store.create_conversation)(request.user.tenant, json_body(request))
+        metadata, items = parse_conversation_create(json_body(request))
+        conversation = await db(store.create_conversation)(request.user.tenant, metadata, items)
         return JsonResponse(store.conversation_object(conversation))
 
 
@@ -33,7 +39,8 @@ class ConversationView(ApiView):
 
     @openapi.CONVERSATION_UPDATE
     async def post(self, request: Request, conversation_id: str) -> HttpResponseBase:
-        conversation = await db(store.update_conversation)(request.user.tenant, conversation_id, json_body(request))
+        metadata = parse_conversation_update(json_body(request))
+        conversation = await db(store.update_conversation)(request.user.tenant, conversation_id, metadata)
         return JsonResponse(store.conversation_object(conversation))
 
     @openapi.CONVERSATION_DELETE
@@ -48,7 +55,7 @@ class ConversationItemsView(ApiView):
     @openapi.CONVERSATION_ITEMS_CREATE
     async def post(self, request: Request, conversation_id: str) -> HttpResponseBase:
         include = include_param(request.query_params)
-        items = await db(store.add_items)(request.user.tenant, conversation_id, json_body(request))
+        items = await db(store.add_items)(request.user.tenant, conversation_id, parse_items_add(json_body(request)))
         return JsonResponse(store.items_list(items, include))
 
     @openapi.CONVERSATION_ITEMS_LIST

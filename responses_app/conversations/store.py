@@ -1,8 +1,8 @@
 """A tenant's conversations and their items, as ``client.conversations`` and
 ``client.conversations.items`` manage them.
 
-Items are validated like a create's ``input`` (validation/create.parse_input) and kept in
-order by position. While a response works on a conversation (``active_response``), its
+Bodies are parsed by validation/conversations.py (items like a create's ``input``); items
+are kept in order by position. While a response works on a conversation (``active_response``), its
 items cannot change: that response's prompt is built from them, and its own items are
 appended when it ends (turns.py); adding or deleting items then is a 409
 ``conversation_locked``, as is deleting the conversation.
@@ -16,13 +16,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from responses_app.conversations.items import LOCKED, append_items
-from responses_app.errors import Conflict, InvalidRequest, NotFound, invalid_type
+from responses_app.errors import Conflict, InvalidRequest, NotFound
 from responses_app.models import Conversation, ConversationItem, Tenant
-from responses_app.request_body import body_fields
-from responses_app.validation.create import parse_input, parse_metadata
 from responses_app.wire_objects import conversation_item_object, list_object
-
-MAX_ITEMS_PER_REQUEST = 20
 
 
 def conversation_object(conversation: Conversation) -> dict[str, Any]:
@@ -37,24 +33,17 @@ def get_conversation(tenant: Tenant, conversation_id: str) -> Conversation:
     return conversation
 
 
-def create_conversation(tenant: Tenant, body: Any) -> Conversation:
-    """A conversation with its ``metadata`` and up to 20 initial ``items``, in one transaction."""
-    fields = body_fields({} if body is None else body, ("items", "metadata"))
-    items = _items(fields.get("items", []), "items", allow_empty=True)
+def create_conversation(tenant: Tenant, metadata: dict[str, str], items: list[dict[str, Any]]) -> Conversation:
+    """A conversation with its metadata and initial items, in one transaction."""
     with transaction.atomic():
-        conversation = Conversation.objects.create(tenant=tenant, metadata=parse_metadata(fields.get("metadata")))
+        conversation = Conversation.objects.create(tenant=tenant, metadata=metadata)
         append_items(conversation, items)
     return conversation
 
 
-def update_conversation(tenant: Tenant, conversation_id: str, body: Any) -> Conversation:
-    """Replace the metadata (the SDK requires it; null clears it). Allowed while a response
-    works on the conversation: metadata is not part of any prompt."""
-    body_fields(body, ("metadata",))
-    if "metadata" not in body:
-        raise InvalidRequest("Missing required parameter: 'metadata'.", param="metadata",
-                             code="missing_required_parameter")
-    metadata = parse_metadata(body["metadata"])
+def update_conversation(tenant: Tenant, conversation_id: str, metadata: dict[str, str]) -> Conversation:
+    """Replace the metadata. Allowed while a response works on the conversation: metadata
+    is not part of any prompt."""
     conversation = get_conversation(tenant, conversation_id)
     Conversation.objects.filter(pk=conversation.pk).update(metadata=metadata, updated_at=timezone.now())
     conversation.metadata = metadata
@@ -68,10 +57,8 @@ def delete_conversation(tenant: Tenant, conversation_id: str) -> None:
         conversation.delete()
 
 
-def add_items(tenant: Tenant, conversation_id: str, body: Any) -> list[ConversationItem]:
-    """Append up to 20 items, after every item already there."""
-    fields = body_fields(body, ("items",), required=("items",))
-    items = _items(fields["items"], "items", allow_empty=False)
+def add_items(tenant: Tenant, conversation_id: str, items: list[dict[str, Any]]) -> list[ConversationItem]:
+    """Append items after every item already there (an id already in it is a 400)."""
     with transaction.atomic():
         conversation = _locked(tenant, conversation_id)
         known = set(ConversationItem.objects.filter(conversation=conversation, item_id__in=[i["id"] for i in items])
@@ -130,20 +117,3 @@ def _locked(tenant: Tenant, conversation_id: str) -> Conversation:
         raise Conflict(f"Response '{conversation.active_response_id}' is working on this conversation; its items "
                        "can change once it has ended.", param="conversation_id", code=LOCKED)
     return conversation
-
-
-def _items(value: Any, param: str, *, allow_empty: bool) -> list[dict[str, Any]]:
-    if not isinstance(value, list):
-        raise invalid_type(param, "an array", value)
-    if not value and not allow_empty:
-        raise InvalidRequest(f"'{param}' must not be empty.", param=param)
-    if len(value) > MAX_ITEMS_PER_REQUEST:
-        raise InvalidRequest(f"'{param}' can have at most {MAX_ITEMS_PER_REQUEST} items, got {len(value)}.",
-                             param=param, code="array_above_max_length")
-    items = parse_input(value, param=param)
-    ids = [item["id"] for item in items]
-    for index, item_id in enumerate(ids):
-        if item_id in ids[:index]:
-            raise InvalidRequest(f"Duplicate item id '{item_id}'.", param=f"{param}[{index}].id",
-                                 code="duplicate_item")
-    return items
