@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.db.models import QuerySet
+
 from responses_app.compaction import compaction_item
 from responses_app.errors import CompactionFailed, InvalidRequest, NotFound
 from responses_app.models import InputItem, OutputItem, Response, ResponseStatus, Tenant
@@ -35,15 +37,23 @@ def render_response(response: Response, include: list[str] | None = None) -> dic
 
 def input_items_page(response: Response, *, after: str | None, limit: int, order: str) -> dict[str, Any]:
     """One page of a response's input items, in the ResponseItemList shape."""
-    items = InputItem.objects.filter(response=response)
+    page, more = position_page(InputItem.objects.filter(response=response), after=after, limit=limit, order=order,
+                               missing=f"No input item with id '{after}' in this response.")
+    return list_object([item_object(item.data) for item in page], more)
+
+
+def position_page(items: QuerySet, *, after: str | None, limit: int, order: str, missing: str,
+                  ) -> tuple[list[Any], bool]:
+    """One page of rows kept in order by ``position`` (input items, a conversation's items),
+    after the one whose ``item_id`` is ``after`` (``missing``: the 400 when there is none),
+    and whether more follow."""
     if after is not None:
         cursor = items.filter(item_id=after).values_list("position", flat=True).first()
         if cursor is None:
-            raise InvalidRequest(f"No input item with id '{after}' in this response.", param="after")
+            raise InvalidRequest(missing, param="after")
         items = items.filter(position__gt=cursor) if order == "asc" else items.filter(position__lt=cursor)
-    items = items.order_by("position" if order == "asc" else "-position")
-    page = list(items[: limit + 1])
-    return list_object([item_object(item.data) for item in page[:limit]], len(page) > limit)
+    page = list(items.order_by("position" if order == "asc" else "-position")[: limit + 1])
+    return page[:limit], len(page) > limit
 
 
 def compacted_response(turn: Response, kept: list[dict[str, Any]]) -> dict[str, Any]:

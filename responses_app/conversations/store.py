@@ -18,6 +18,7 @@ from django.utils import timezone
 from responses_app.conversations.items import LOCKED, append_items
 from responses_app.errors import Conflict, InvalidRequest, NotFound
 from responses_app.models import Conversation, ConversationItem, Tenant
+from responses_app.selectors import position_page
 from responses_app.wire_objects import conversation_item_object, list_object
 
 
@@ -74,14 +75,9 @@ def items_page(tenant: Tenant, conversation_id: str, *, after: str | None, limit
                include: list[str]) -> dict[str, Any]:
     """One page of the conversation's items (newest first unless ``order`` is asc)."""
     conversation = get_conversation(tenant, conversation_id)
-    items = ConversationItem.objects.filter(conversation=conversation)
-    if after is not None:
-        cursor = items.filter(item_id=after).values_list("position", flat=True).first()
-        if cursor is None:
-            raise InvalidRequest(f"No item with id '{after}' in this conversation.", param="after")
-        items = items.filter(position__gt=cursor) if order == "asc" else items.filter(position__lt=cursor)
-    page = list(items.order_by("position" if order == "asc" else "-position")[: limit + 1])
-    return items_list(page[:limit], include, has_more=len(page) > limit)
+    page, more = position_page(ConversationItem.objects.filter(conversation=conversation), after=after, limit=limit,
+                               order=order, missing=f"No item with id '{after}' in this conversation.")
+    return items_list(page, include, has_more=more)
 
 
 def items_list(items: list[ConversationItem], include: list[str], *, has_more: bool = False) -> dict[str, Any]:

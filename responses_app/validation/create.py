@@ -171,11 +171,7 @@ def parse_count_request(body: Any) -> CreateRequest:
     """The body of an input token count as the create it would be. ``model`` is optional
     (the SDK's own default): every served model renders the same harmony prompt, so the
     first one stands in."""
-    if not isinstance(body, dict):
-        raise InvalidRequest("The request body must be a JSON object.")
-    for name in body:
-        if name not in COUNT_PARAMETERS:
-            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
+    body = _only(body, COUNT_PARAMETERS)
     if body.get("personality") is not None:
         raise InvalidRequest("The parameter 'personality' is not supported by gpt-oss.", param="personality")
     create = {name: value for name, value in body.items() if name != "personality" and value is not None}
@@ -190,16 +186,22 @@ COMPACT_PARAMETERS = frozenset({"model", "input", "instructions", "previous_resp
 
 def parse_compact_request(body: Any) -> CreateRequest:
     """The body of a compaction as the create of the context it compacts."""
-    if not isinstance(body, dict):
-        raise InvalidRequest("The request body must be a JSON object.")
-    for name in body:
-        if name not in COMPACT_PARAMETERS:
-            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
+    body = _only(body, COMPACT_PARAMETERS)
     if body.get("image") is not None:
         raise InvalidRequest("The parameter 'image' is not supported by gpt-oss.", param="image")
     return parse_create_request({name: body[name] for name in ("model", "input", "instructions",
                                                                "previous_response_id", "prompt_cache_key",
                                                                "service_tier") if body.get(name) is not None})
+
+
+def _only(body: Any, names: frozenset[str]) -> dict[str, Any]:
+    """``body``, a JSON object of no field but ``names``."""
+    if not isinstance(body, dict):
+        raise InvalidRequest("The request body must be a JSON object.")
+    for name in body:
+        if name not in names:
+            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
+    return body
 
 
 def parse_conversation(value: Any) -> str:
