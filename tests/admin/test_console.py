@@ -306,3 +306,25 @@ def test_a_websocket_response_shows_its_session_its_lane_and_its_steering_input(
     assert "agent-7" in html and ">main<" in html and f'{quote(ahead.pk)}/change/">{ahead.pk}</a>' in html
     assert html.count('class="steer"') == 2 and "response_not_active" in html
     assert f'{quote(successor.pk)}/change/">{successor.pk}</a>' in html
+
+
+def test_a_conversation_shows_its_items_in_order_each_with_the_response_it_came_from(
+        operator_client, tenant, django_capture_on_commit_callbacks):
+    from responses_app.conversations import store
+    from responses_app.validation.conversations import parse_conversation_create
+
+    conversation = store.create_conversation(tenant, *parse_conversation_create(
+        {"metadata": {"topic": "trains"}, "items": [{"role": "user", "content": "First words"}]}))
+    response = create(tenant, django_capture_on_commit_callbacks, input="Second words",
+                      conversation=conversation.pk)
+    html = operator_client.get(f"/admin/responses_app/conversation/{quote(conversation.pk)}/change/").content.decode()
+    assert f'{quote(response.pk)}/change/">{response.pk}</a>' in html  # working on it now
+    assert end_response(response.pk, ResponseStatus.COMPLETED)
+
+    html = operator_client.get(f"/admin/responses_app/conversation/{quote(conversation.pk)}/change/").content.decode()
+    assert html.index("First words") < html.index("Second words") and "trains" in html
+    assert html.count(f'{quote(response.pk)}/change/">{response.pk}</a>') == 1  # the second item's response
+    assert f'conversation/{quote(conversation.pk)}/change/">{conversation.pk}</a>' in \
+        operator_client.get(page(response)).content.decode()
+    listing = operator_client.get("/admin/responses_app/conversation/").content.decode()
+    assert conversation.pk in listing
