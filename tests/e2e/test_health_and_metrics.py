@@ -103,8 +103,9 @@ def test_healthz_names_every_check_and_is_unavailable_while_a_configured_model_h
     workers = body["checks"]["workers"]
     assert set(workers) == set(stack.registry)
     assert workers["echo"]["ok"] is True and worker_name(stack) in workers["echo"]["workers"]
-    # The tiny vLLM models' worker only runs once a vLLM test asked for it.
-    served = {model: model == "echo" or is_running(stack, "vllm-worker") for model in stack.registry}
+    # The echo models' worker always runs; the tiny vLLM models' only once a vLLM test asked for it.
+    served = {model: entry["engine"] == "echo" or is_running(stack, "vllm-worker")
+              for model, entry in stack.registry.items()}
     for model, ok in served.items():
         assert workers[model]["ok"] is ok, model
         assert workers[model]["queue"] == f"model.{model}"
