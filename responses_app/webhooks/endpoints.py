@@ -10,7 +10,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from responses_app.errors import InvalidRequest, NotFound, invalid_type
@@ -81,8 +81,22 @@ def update_endpoint(tenant: Tenant, endpoint_id: str, body: Any) -> WebhookEndpo
     return endpoint
 
 
+DELETE_TRIES = 3
+
+
 def delete_endpoint(tenant: Tenant, endpoint_id: str) -> None:
-    get_endpoint(tenant, endpoint_id).delete()
+    """Delete the endpoint with its deliveries. A response ending meanwhile may commit a
+    delivery to it between the collection of its deliveries and the delete (the foreign
+    key then fails at commit): the delete is tried again, and collects that one too."""
+    for attempt in range(DELETE_TRIES):
+        try:
+            with transaction.atomic():
+                get_endpoint(tenant, endpoint_id)
+                WebhookEndpoint.objects.select_for_update().get(pk=endpoint_id).delete()
+            return
+        except IntegrityError:
+            if attempt == DELETE_TRIES - 1:
+                raise
 
 
 def rotate_secret(tenant: Tenant, endpoint_id: str, body: Any) -> WebhookEndpoint:
