@@ -1,5 +1,6 @@
-"""Code interpreter containers: find or create one for a request, run code in it, expire
-idle ones, and serve its files. Every lookup is scoped to the caller's tenant."""
+"""Code interpreter containers: find or create one for a request, create, list and delete
+them for the Containers API, run code in them (recording the files a call wrote), expire
+idle ones. Every lookup is scoped to the caller's tenant; container_files.py has the files."""
 
 from __future__ import annotations
 
