@@ -13,20 +13,12 @@ from rest_framework.request import Request
 
 from responses_app.api import openapi
 from responses_app.api.base import ApiView
-from responses_app.api.params import int_param, json_body, order_param
+from responses_app.api.params import json_body, page_params
 from responses_app.asyncdb import db
 from responses_app.errors import InvalidRequest, NotFound
 from responses_app.validation.containers import parse_container_create, upload_name
 from responses_app.wire_objects import container_file_object, container_object, list_object
 from tools_app import container_files, containers
-
-
-def _page_query(request: Request, *extra: str) -> tuple[str | None, int, str]:
-    query = request.query_params
-    for name in query:
-        if name not in ("after", "limit", "order", *extra):
-            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
-    return query.get("after"), int_param(query, "limit", minimum=1, maximum=100) or 20, order_param(query)
 
 
 def _not_found(error: Exception, param: str) -> NotFound:
@@ -44,7 +36,7 @@ class ContainersView(ApiView):
 
     @openapi.CONTAINER_LIST
     async def get(self, request: Request) -> HttpResponseBase:
-        after, limit, order = _page_query(request, "name")
+        after, limit, order = page_params(request.query_params, orders=True, extra=("name",))
         try:
             page, more = await db(containers.containers_page)(request.user.tenant.pk, after=after, limit=limit,
                                                               order=order, name=request.query_params.get("name"))
@@ -83,7 +75,7 @@ class ContainerFilesView(ApiView):
 
     @openapi.CONTAINER_FILE_LIST
     async def get(self, request: Request, container_id: str) -> HttpResponseBase:
-        after, limit, order = _page_query(request)
+        after, limit, order = page_params(request.query_params, orders=True)
         try:
             page, more = await db(container_files.files_page)(request.user.tenant.pk, container_id, after=after,
                                                               limit=limit, order=order)

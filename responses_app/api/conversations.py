@@ -7,10 +7,9 @@ from rest_framework.request import Request
 
 from responses_app.api import openapi
 from responses_app.api.base import ApiView
-from responses_app.api.params import include_param, int_param, json_body, order_param
+from responses_app.api.params import include_param, json_body, page_params
 from responses_app.asyncdb import db
 from responses_app.conversations import store
-from responses_app.errors import InvalidRequest
 from responses_app.validation.conversations import (
     parse_conversation_create,
     parse_conversation_update,
@@ -61,13 +60,9 @@ class ConversationItemsView(ApiView):
     @openapi.CONVERSATION_ITEMS_LIST
     async def get(self, request: Request, conversation_id: str) -> HttpResponseBase:
         query = request.query_params
-        for name in query:
-            if name not in ("after", "limit", "order", "include", "include[]"):
-                raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
-        page = await db(store.items_page)(
-            request.user.tenant, conversation_id, after=query.get("after"),
-            limit=int_param(query, "limit", minimum=1, maximum=100) or 20, order=order_param(query),
-            include=include_param(query))
+        after, limit, order = page_params(query, orders=True, extra=("include", "include[]"))
+        page = await db(store.items_page)(request.user.tenant, conversation_id, after=after, limit=limit, order=order,
+                                          include=include_param(query))
         return JsonResponse(page)
 
 

@@ -21,9 +21,10 @@ def json_body(request: Request) -> Any:
         raise InvalidRequest(f"We could not parse the JSON body of your request: {error}.") from error
 
 
-def page_params(query: QueryDict, *, orders: bool = False) -> tuple[str | None, int, str]:
-    """(after, limit, order) of a list endpoint; any other query parameter is a 400."""
-    allowed = ("after", "limit", "order") if orders else ("after", "limit")
+def page_params(query: QueryDict, *, orders: bool = False, extra: tuple[str, ...] = ()) -> tuple[str | None, int, str]:
+    """(after, limit, order) of a list endpoint; any other query parameter but ``extra``
+    (the endpoint reads those itself) is a 400."""
+    allowed = ("after", "limit", "order", *extra) if orders else ("after", "limit", *extra)
     for name in query:
         if name not in allowed:
             raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")

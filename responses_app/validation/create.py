@@ -14,6 +14,7 @@ from django.conf import settings
 from responses_app.compaction import InvalidCompaction, summary_of
 from responses_app.errors import InvalidRequest, invalid_type
 from responses_app.ids import new_id
+from responses_app.request_body import body_fields
 from responses_app.services import CreateRequest
 from responses_app.tool_types import NAME_PATTERN
 from responses_app.validation.json_schema import check_json_schema
@@ -171,37 +172,26 @@ def parse_count_request(body: Any) -> CreateRequest:
     """The body of an input token count as the create it would be. ``model`` is optional
     (the SDK's own default): every served model renders the same harmony prompt, so the
     first one stands in."""
-    body = _only(body, COUNT_PARAMETERS)
-    if body.get("personality") is not None:
+    create = body_fields(body, COUNT_PARAMETERS)
+    if "personality" in create:
         raise InvalidRequest("The parameter 'personality' is not supported by gpt-oss.", param="personality")
-    create = {name: value for name, value in body.items() if name != "personality" and value is not None}
     create.setdefault("model", next(iter(settings.MODEL_REGISTRY)))
     return parse_create_request(create)
 
 
-# What ``client.responses.compact`` sends that gpt-oss can use (prompt caching is vLLM's own).
+# What ``client.responses.compact`` sends, and the part of it that is a create's.
 COMPACT_PARAMETERS = frozenset({"model", "input", "instructions", "previous_response_id", "prompt_cache_key",
                                 "prompt_cache_options", "prompt_cache_retention", "service_tier", "image"})
+COMPACTED_FIELDS = ("model", "input", "instructions", "previous_response_id", "prompt_cache_key", "service_tier")
 
 
 def parse_compact_request(body: Any) -> CreateRequest:
     """The body of a compaction as the create of the context it compacts."""
-    body = _only(body, COMPACT_PARAMETERS)
-    if body.get("image") is not None:
+    fields = body_fields(body, COMPACT_PARAMETERS)
+    if "image" in fields:
         raise InvalidRequest("The parameter 'image' is not supported by gpt-oss.", param="image")
-    return parse_create_request({name: body[name] for name in ("model", "input", "instructions",
-                                                               "previous_response_id", "prompt_cache_key",
-                                                               "service_tier") if body.get(name) is not None})
-
-
-def _only(body: Any, names: frozenset[str]) -> dict[str, Any]:
-    """``body``, a JSON object of no field but ``names``."""
-    if not isinstance(body, dict):
-        raise InvalidRequest("The request body must be a JSON object.")
-    for name in body:
-        if name not in names:
-            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
-    return body
+    # prompt_cache_options and _retention are vLLM's own business: not part of the context.
+    return parse_create_request({name: fields[name] for name in COMPACTED_FIELDS if name in fields})
 
 
 def parse_conversation(value: Any) -> str:
