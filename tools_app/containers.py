@@ -18,7 +18,6 @@ from django.utils import timezone
 
 from tools_app.models import Container, ContainerFile, ContainerFileSource, ContainerStatus
 from tools_app.sandbox import ExecutionResult, Workspace, run_code
-from tools_app.sandbox.files import snapshot
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +114,7 @@ def execute(container: Container, code: str, timeout_s: float | None = None) -> 
             raise ContainerNotFound(container.pk)
         result = run_code(workspace, code, timeout_s)
         _touch(container)
-        record_written_files(container, workspace, result.files)
+        record_written_files(container, result)
     return result
 
 
@@ -157,17 +156,15 @@ def running_container(tenant_id: int, container_id: str) -> Container:
     return container
 
 
-def record_written_files(container: Container, workspace: Workspace, written: list[str]) -> None:
+def record_written_files(container: Container, result: ExecutionResult) -> None:
     """After a call (under its lock): the files it wrote are the container's files, with
     ``source`` "assistant" unless the user uploaded them, and the rows of files it deleted go."""
-    present = snapshot(workspace.data_dir)
-    for path in written:
-        if path in present:
-            ContainerFile.objects.update_or_create(container=container, path=path, defaults={
-                "bytes": present[path][1]}, create_defaults={"bytes": present[path][1],
-                                                             "source": ContainerFileSource.ASSISTANT})
+    for path in result.files:
+        size = result.sizes[path]
+        ContainerFile.objects.update_or_create(container=container, path=path, defaults={"bytes": size},
+                                               create_defaults={"bytes": size, "source": ContainerFileSource.ASSISTANT})
     gone = [path for path in ContainerFile.objects.filter(container=container).values_list("path", flat=True)
-            if path not in present]
+            if path not in result.sizes]
     if gone:
         ContainerFile.objects.filter(container=container, path__in=gone).delete()
 

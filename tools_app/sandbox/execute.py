@@ -18,7 +18,7 @@ import signal
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.conf import settings
@@ -55,7 +55,9 @@ NOT_SAVED = "Variables from this call were not saved."
 class ExecutionResult:
     logs: str
     error: str | None
-    files: list[str]
+    files: list[str]  # created or changed by the call
+    # Every regular file of /mnt/data after the call, with its size (the container's files).
+    sizes: dict[str, int] = field(default_factory=dict, compare=False)
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,9 @@ def run_code(workspace: Workspace, code: str, timeout_s: float | None = None) ->
     if stopped == "output":
         logs += f"\n[output truncated: more than {limits.max_output_bytes} bytes]"
     error = _describe(stopped, outcome, process.returncode, logs, timeout, limits)
-    return ExecutionResult(logs=logs, error=error, files=changed_files(before, snapshot(workspace.data_dir)))
+    after = snapshot(workspace.data_dir)
+    return ExecutionResult(logs=logs, error=error, files=changed_files(before, after),
+                           sizes={path: signature[1] for path, signature in after.items()})
 
 
 def _memfd(name: str, content: bytes) -> int:
