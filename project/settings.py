@@ -207,6 +207,9 @@ COMPACTION_MAX_OUTPUT_TOKENS = int(env_float("COMPACTION_MAX_OUTPUT_TOKENS", 204
 # (creates, retrieves) and, apart, for the reads of the streams that follow responses.
 WEB_REQUEST_DB_THREADS = int(env_float("WEB_REQUEST_DB_THREADS", 8))
 WEB_STREAM_DB_THREADS = int(env_float("WEB_STREAM_DB_THREADS", 8))
+# While a create is under way in a web process, its stream reads wait at most this long
+# for it (stream/creates_first.py); 0 turns the wait off.
+STREAM_READS_YIELD_S = env_float("STREAM_READS_YIELD_S", 0.25)
 # When a response ends, its event rows are packed into one compressed block (stream/event_log.py).
 EVENT_LOG_PACKING = env_bool("EVENT_LOG_PACKING", True)
 # Decompressed packed logs each web process keeps for replays.

@@ -18,6 +18,7 @@ from responses_app.api.throttling import TenantCreateThrottle
 from responses_app.asyncdb import db
 from responses_app.errors import InvalidRequest, NotFound
 from responses_app.models import Response
+from responses_app.stream import creates_first
 from responses_app.stream.event_log import Frames
 from responses_app.stream.reader import ResponseGone, follow_frames, wait_until_finished
 from responses_app.stream.sse import sse_frame, sse_response
@@ -31,11 +32,12 @@ class ResponsesView(ApiView):
     """POST /v1/responses"""
 
     throttle_classes = [TenantCreateThrottle]
+    checks_in_handler = True
 
     @openapi.CREATE
     async def post(self, request: Request) -> HttpResponseBase:
-        create_request = parse_create_request(json_body(request))
-        response = await db(services.create_response)(request.user.tenant, create_request)
+        with creates_first.create_under_way():
+            response, create_request = await db(self._create)(request)
         if create_request.stream:
             # A foreground stream's client is its only reader: when it hangs up, stop the work.
             on_disconnect = None if response.background else functools.partial(services.cancel_by_id, response.pk)
@@ -51,6 +53,11 @@ class ResponsesView(ApiView):
             await db(services.cancel_by_id)(response.pk)
             raise
         return JsonResponse(await db(selectors.render_response)(finished))
+
+    def _create(self, request: Request) -> tuple[Response, services.CreateRequest]:
+        self.initial(request)  # authentication, the key's scope, the quota (checks_in_handler)
+        create_request = parse_create_request(json_body(request))
+        return services.create_response(request.user.tenant, create_request), create_request
 
 
 class ResponseView(ApiView):

@@ -38,6 +38,8 @@ LIFECYCLE_EVENT_CLASSES: dict[str, type[BaseModel]] = {
     "response.incomplete": types.ResponseIncompleteEvent,
 }
 ITEM_ID_PREFIX = {"reasoning": "rs", "message": "msg", "function_call": "fc"}
+DELTA_EVENT = {"reasoning": "response.reasoning_text.delta", "message": "response.output_text.delta",
+               "function_call": "response.function_call_arguments.delta"}
 # Items whose text streams from the model's message; the tool loop's items (code
 # interpreter, MCP, web search) are opened and closed through the generic methods below.
 MESSAGE_ITEM_TYPES = frozenset({"reasoning", "message", "function_call"})
@@ -48,6 +50,21 @@ Annotator = Callable[[str], list[dict[str, Any]]]
 def build_event(event_class: type[BaseModel], **fields: Any) -> dict[str, Any]:
     """An event validated against the SDK's type and dumped as it goes on the wire."""
     return event_class.model_validate(fields).model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+def delta_event(event_type: str, sequence_number: int, item_id: str, output_index: int, delta: str) -> dict[str, Any]:
+    """A text, reasoning or arguments delta, exactly as build_event dumps it (the same keys
+    in the same order; tests/stream/test_builder.py holds the two together), built without
+    the SDK's validation: one event per token is most of what the builder makes, and its
+    fields are the builder's own strings and integers."""
+    if event_type == "response.function_call_arguments.delta":
+        return {"delta": delta, "item_id": item_id, "output_index": output_index, "sequence_number": sequence_number,
+                "type": event_type}
+    event = {"content_index": 0, "delta": delta, "item_id": item_id}
+    if event_type == "response.output_text.delta":
+        event["logprobs"] = []
+    event.update(output_index=output_index, sequence_number=sequence_number, type=event_type)
+    return event
 
 
 class EventBuilder:
@@ -183,19 +200,13 @@ class EventBuilder:
         if item is None or index is None:
             raise ValueError("content arrived outside of a message")
         self._dirty_items.add(index)
-        common = {"item_id": item["id"], "output_index": index}
         if item["type"] == "function_call":
             item["arguments"] += text
-            self._emit(types.ResponseFunctionCallArgumentsDeltaEvent, type="response.function_call_arguments.delta",
-                       delta=text, **common)
-            return
-        item["content"][0]["text"] += text
-        if item["type"] == "reasoning":
-            self._emit(types.ResponseReasoningTextDeltaEvent, type="response.reasoning_text.delta", content_index=0,
-                       delta=text, **common)
         else:
-            self._emit(types.ResponseTextDeltaEvent, type="response.output_text.delta", content_index=0,
-                       delta=text, logprobs=[], **common)
+            item["content"][0]["text"] += text
+        self._pending_events.append(delta_event(DELTA_EVENT[item["type"]], self.next_sequence_number, item["id"],
+                                                index, text))
+        self.next_sequence_number += 1
 
     def _finish_item(self, text: str, status: str) -> None:
         item, index = self.open_item, self._open_index

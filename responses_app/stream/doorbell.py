@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+import weakref
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -18,6 +20,8 @@ from typing import Any
 import redis
 import redis.asyncio as aioredis
 from django.conf import settings
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
 
 from responses_app.cooldown import Cooldown
 from responses_app.redis_client import shared_client
@@ -27,6 +31,7 @@ log = logging.getLogger(__name__)
 POLL_INTERVAL_S = 1.0
 RESUBSCRIBE_S = 2.0
 RING_COOLDOWN_S = 1.0
+CONFIRMATION_TIMEOUT_S = 2.0
 _ring_cooldown = Cooldown(RING_COOLDOWN_S)
 
 
@@ -48,61 +53,216 @@ def ring(response_id: str, last_sequence_number: int) -> None:
 
 
 class Listener:
-    """A subscription to one response's doorbell, or none while Redis is unavailable."""
+    """One reader's subscription to one response's doorbell, through its process's hub."""
 
     def __init__(self, response_id: str) -> None:
-        self._channel = channel_name(response_id)
-        self._client = aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2)
-        self._pubsub: Any | None = None
-        self._subscribed_at = 0.0
+        self.channel = channel_name(response_id)
+        self._rang = asyncio.Event()
+        self._hub = _hub()
 
-    async def subscribe(self) -> None:
-        self._subscribed_at = time.monotonic()
-        pubsub = self._client.pubsub()
-        try:
-            await pubsub.subscribe(self._channel)
-        except Exception as error:  # the database alone still serves the stream
-            log.warning("doorbell unavailable for %s: %s", self._channel, error)
-            await _close(pubsub)
-            return
-        self._pubsub = pubsub
+    def ring(self) -> None:
+        self._rang.set()
 
     async def wait(self, timeout: float) -> None:
         """Return when the doorbell rings, or after ``timeout`` seconds at the latest
         (after POLL_INTERVAL_S without a subscription). The caller reads the database
-        after each wait, so an event that rang while there was no subscription is found."""
-        if self._pubsub is None and time.monotonic() - self._subscribed_at >= RESUBSCRIBE_S:
-            await self.subscribe()
-        if self._pubsub is None:
+        after each wait, so an event that rang while there was no subscription is found;
+        a ring that came while the caller was reading makes the next wait return at once."""
+        if not self._hub.subscribed(self.channel):
+            await self._hub.reconnect_if_due()
+        if not self._hub.subscribed(self.channel):
             await asyncio.sleep(min(POLL_INTERVAL_S, timeout))
             return
-        deadline = time.monotonic() + timeout
-        while (remaining := deadline - time.monotonic()) > 0:
+        try:
+            async with asyncio.timeout(timeout):
+                await self._rang.wait()
+        except TimeoutError:
+            return
+        self._rang.clear()
+
+
+class _Hub:
+    """The one subscription connection of an event loop: every channel that one of its
+    listeners follows, subscribed once however many listeners follow it (a thousand
+    readers of one response are one subscription; a burst of streams opens no
+    connection of its own). It closes when its last listener leaves.
+
+    A listener counts as subscribed once Redis confirmed its channel's SUBSCRIBE, so the
+    database read that follows misses no ring. While Redis is unavailable there is no
+    subscription at all; listeners poll and try again every RESUBSCRIBE_S, which
+    subscribes every channel anew."""
+
+    def __init__(self) -> None:
+        self._listeners: dict[str, set[Listener]] = {}
+        self._pubsub: Any | None = None
+        self._client: Any | None = None
+        self._reader: asyncio.Task | None = None
+        self._connecting: asyncio.Task | None = None
+        self._attempted_at = -RESUBSCRIBE_S
+        # Channels whose SUBSCRIBE was sent on the current connection, and per channel the
+        # confirmations still awaited, in the order of the commands (Redis answers in order).
+        self._channels: set[str] = set()
+        self._confirmations: dict[str, deque[asyncio.Future[bool]]] = {}
+
+    def subscribed(self, channel: str) -> bool:
+        return self._pubsub is not None and channel in self._channels
+
+    async def join(self, listener: Listener) -> None:
+        self._listeners.setdefault(listener.channel, set()).add(listener)
+        if self._pubsub is None:
+            await self.reconnect_if_due()
+        if self._pubsub is not None:
+            await self._subscribe([listener.channel])
+
+    async def leave(self, listener: Listener) -> None:
+        followers = self._listeners.get(listener.channel, set())
+        followers.discard(listener)
+        if followers:
+            return
+        self._listeners.pop(listener.channel, None)
+        if not self._listeners:
+            _hubs.pop(asyncio.get_running_loop(), None)
+            await self._close()
+            return
+        if self._pubsub is not None and listener.channel in self._channels:
+            self._channels.discard(listener.channel)
             try:
-                message = await self._pubsub.get_message(ignore_subscribe_messages=True, timeout=remaining)
-            except Exception as error:  # the connection broke (Redis restarted): poll until it is back
-                log.warning("doorbell lost for %s: %s", self._channel, error)
-                await self.close_subscription()
-                await asyncio.sleep(min(POLL_INTERVAL_S, remaining))
-                return
-            if message is not None:
-                return
+                await self._pubsub.unsubscribe(listener.channel)
+            except Exception as error:  # the reader notices the broken connection
+                log.debug("doorbell: unsubscribe %s failed: %s", listener.channel, error)
 
-    async def close_subscription(self) -> None:
-        pubsub, self._pubsub = self._pubsub, None
+    async def reconnect_if_due(self) -> None:
+        """Connect (once for all who ask at the same moment) unless tried less than
+        RESUBSCRIBE_S ago, and subscribe every channel followed."""
+        if self._connecting is None:
+            if self._pubsub is not None or time.monotonic() - self._attempted_at < RESUBSCRIBE_S:
+                return
+            self._attempted_at = time.monotonic()
+            self._connecting = asyncio.ensure_future(self._connect())
+            self._connecting.add_done_callback(self._connected)
+        await asyncio.shield(self._connecting)
+
+    async def _connect(self) -> None:
+        client = aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2, retry=Retry(NoBackoff(), 0))
+        pubsub = client.pubsub()
+        try:
+            await pubsub.connect()
+        except asyncio.CancelledError:  # the hub closed meanwhile
+            await _close(pubsub, client)
+            raise
+        except Exception as error:  # the database alone still serves the streams
+            log.warning("doorbell unavailable: %s", error)
+            await _close(pubsub, client)
+            return
+        # redis-py reconnects a broken connection once, even with no retries, and would
+        # subscribe its channels again behind the hub's back: a lost connection is the
+        # hub's to replace (_lost), and its listeners read the database meanwhile.
+        pubsub.connection.deregister_connect_callback(pubsub.on_connect)
+        self._client, self._pubsub, self._channels = client, pubsub, set()
+        self._reader = asyncio.ensure_future(self._read(pubsub))
+        await self._subscribe(list(self._listeners))
+
+    def _connected(self, done: asyncio.Task) -> None:
+        self._connecting = None
+        if not done.cancelled():
+            done.exception()  # _connect logs its own failures
+
+    async def _subscribe(self, channels: list[str]) -> None:
+        """SUBSCRIBE the channels not subscribed yet and wait for Redis to confirm each
+        (also those another listener is subscribing right now)."""
+        pubsub = self._pubsub
+        if pubsub is None:
+            return
+        new = [channel for channel in channels if channel not in self._channels]
+        waiting = [self._expect_confirmation(channel) for channel in new]
+        waiting += [self._confirmations[channel][-1] for channel in channels
+                    if channel not in new and self._confirmations.get(channel)]
+        if new:
+            self._channels.update(new)
+            try:
+                await pubsub.subscribe(*new)
+            except Exception as error:
+                self._lost(pubsub, error)
+                return
+        if waiting:
+            try:
+                async with asyncio.timeout(CONFIRMATION_TIMEOUT_S):
+                    await asyncio.gather(*(asyncio.shield(future) for future in waiting))
+            except TimeoutError:
+                log.warning("doorbell: Redis did not confirm a subscription within %g s", CONFIRMATION_TIMEOUT_S)
+
+    def _expect_confirmation(self, channel: str) -> asyncio.Future[bool]:
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self._confirmations.setdefault(channel, deque()).append(future)
+        return future
+
+    async def _read(self, pubsub: Any) -> None:
+        try:
+            while True:
+                message = await pubsub.get_message(timeout=None)
+                if message is None:
+                    continue
+                channel = message["channel"].decode()
+                if message["type"] == "message":
+                    for listener in self._listeners.get(channel, ()):
+                        listener.ring()
+                elif message["type"] == "subscribe" and (pending := self._confirmations.get(channel)):
+                    _resolve(pending.popleft(), True)
+                    if not pending:
+                        del self._confirmations[channel]
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:  # the connection broke (Redis restarted): poll until it is back
+            self._lost(pubsub, error)
+
+    def _lost(self, pubsub: Any, error: Exception) -> None:
+        if self._pubsub is not pubsub:
+            return
+        log.warning("doorbell lost: %s", error)
+        client, self._client, self._pubsub, self._channels = self._client, None, None, set()
+        self._attempted_at = time.monotonic()
+        for pending in self._confirmations.values():
+            for future in pending:
+                _resolve(future, False)
+        self._confirmations.clear()
+        for followers in self._listeners.values():
+            for listener in followers:
+                listener.ring()  # each reads the database now, then polls
+        asyncio.ensure_future(_close(pubsub, client))
+
+    async def _close(self) -> None:
+        if self._connecting is not None:
+            self._connecting.cancel()
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            reader.cancel()
+        pubsub, client, self._pubsub, self._client = self._pubsub, self._client, None, None
         if pubsub is not None:
-            await _close(pubsub)
-
-    async def close(self) -> None:
-        await self.close_subscription()
-        await self._client.aclose()
+            await _close(pubsub, client)
 
 
-async def _close(pubsub: Any) -> None:
+def _resolve(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
+async def _close(pubsub: Any, client: Any) -> None:
     try:
         await pubsub.aclose()
+        await client.aclose()
     except Exception:  # best effort on a dying connection
         pass
+
+
+_hubs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Hub] = weakref.WeakKeyDictionary()
+
+
+def _hub() -> _Hub:
+    loop = asyncio.get_running_loop()
+    hub = _hubs.get(loop)
+    if hub is None:
+        hub = _hubs[loop] = _Hub()
+    return hub
 
 
 @asynccontextmanager
@@ -110,8 +270,9 @@ async def listening(response_id: str) -> AsyncIterator[Listener]:
     """Subscribe for the block. Subscribe before reading the database: an event committed
     between the two is found by the read, and one committed later rings."""
     listener = Listener(response_id)
+    hub = listener._hub
     try:
-        await listener.subscribe()
+        await hub.join(listener)
         yield listener
     finally:
-        await listener.close()
+        await hub.leave(listener)

@@ -28,8 +28,7 @@ from typing import Any
 
 import zstandard
 from django.conf import settings
-from django.db import transaction
-from django.db.models import QuerySet
+from django.db import connection, transaction
 
 from responses_app.models import TERMINAL_STATUSES, EventLog, Response, ResponseEvent
 from responses_app.stream.builder import TERMINAL_EVENT_TYPES
@@ -43,6 +42,13 @@ REPLAY_CHUNK_BYTES = 256 * 1024
 ZSTD_LEVEL = 9
 
 
+# The readers' statements, written out: a stream reads after every commit of its response,
+# and building these through the ORM cost more of the web process than running them.
+ROWS_AFTER = (f"SELECT sequence_number, type, data FROM {ResponseEvent._meta.db_table} "
+              "WHERE response_id = %s AND sequence_number > %s ORDER BY sequence_number")
+PACKED_LOG = f"SELECT frames, frame_lengths FROM {EventLog._meta.db_table} WHERE response_id = %s"
+
+
 @dataclass(frozen=True)
 class Frames:
     """Whole SSE frames after a cursor. ``data`` is empty when there is nothing (yet)."""
@@ -50,6 +56,9 @@ class Frames:
     data: bytes
     last_sequence_number: int  # of the last frame in data (the cursor when data is empty)
     ends: bool  # data holds the terminal event
+    # More was committed when the read ran than it returned (a full read, or a packed log
+    # sent in parts): read again at once rather than wait for the doorbell.
+    more: bool = False
 
 
 # --- reading ----------------------------------------------------------------------------------
@@ -58,22 +67,23 @@ class Frames:
 def frames_after(response_id: str, after: int, max_bytes: int = REPLAY_CHUNK_BYTES) -> Frames:
     """The frames of the events with sequence_number > ``after``: up to ROWS_PER_READ rows,
     or about ``max_bytes`` of a packed log (always at least one frame)."""
-    rows = list(_rows(response_id, after)[:ROWS_PER_READ])
+    rows = _rows(response_id, after, ROWS_PER_READ)
     if rows:
-        return Frames(b"".join(frame(kind, data) for _, kind, data in rows), rows[-1][0],
-                      rows[-1][1] in TERMINAL_EVENT_TYPES)
+        ends = rows[-1][1] in TERMINAL_EVENT_TYPES
+        return Frames(b"".join(frame(kind, data) for _, kind, data in rows), rows[-1][0], ends,
+                      more=not ends and len(rows) == ROWS_PER_READ)
     packed = packed_log(response_id)
     if packed is None or after >= packed.last_sequence_number:
         return Frames(b"", after, False)
     last = packed.last_within(after, max_bytes)
-    return Frames(packed.slice(after, last), last, last == packed.last_sequence_number)
+    ends = last == packed.last_sequence_number
+    return Frames(packed.slice(after, last), last, ends, more=not ends)
 
 
 def events(response_id: str, after: int = -1, limit: int | None = None) -> list[tuple[int, str, dict[str, Any]]]:
     """(sequence_number, type, payload) of the events after ``after``, in order, from
     either form: for the admin's timeline and for tests."""
-    rows = _rows(response_id, after)
-    found = list(rows[:limit] if limit is not None else rows)
+    found = _rows(response_id, after, limit)
     if found:
         return [(number, kind, json.loads(data)) for number, kind, data in found]
     packed = packed_log(response_id)
@@ -83,10 +93,14 @@ def events(response_id: str, after: int = -1, limit: int | None = None) -> list[
     return [(after + 1 + n, *parse_frame(one)) for n, one in enumerate(packed.frames(after, last))]
 
 
-def _rows(response_id: str, after: int = -1) -> QuerySet:
+def _rows(response_id: str, after: int = -1, limit: int | None = None) -> list[tuple[int, str, str]]:
     """(sequence_number, type, data) of the event rows after ``after``, in order."""
-    return (ResponseEvent.objects.filter(response_id=response_id, sequence_number__gt=after)
-            .order_by("sequence_number").values_list("sequence_number", "type", "data"))
+    with connection.cursor() as cursor:
+        if limit is None:
+            cursor.execute(ROWS_AFTER, [response_id, after])
+        else:
+            cursor.execute(f"{ROWS_AFTER} LIMIT %s", [response_id, after, limit])
+        return cursor.fetchall()
 
 
 def parse_frame(frame: bytes) -> tuple[str, dict[str, Any]]:
@@ -159,7 +173,9 @@ def packed_log(response_id: str) -> PackedLog | None:
     cached = _cache.get(response_id)
     if cached is not None:
         return cached
-    row = EventLog.objects.filter(response_id=response_id).values_list("frames", "frame_lengths").first()
+    with connection.cursor() as cursor:
+        cursor.execute(PACKED_LOG, [response_id])
+        row = cursor.fetchone()
     if row is None:
         return None
     packed = unpack(bytes(row[0]), bytes(row[1]))
@@ -198,7 +214,7 @@ def pack(response_id: str) -> bool:
                     .only("id", "last_sequence_number").first())
         if response is None or EventLog.objects.filter(response_id=response_id).exists():
             return False
-        rows = list(_rows(response_id))
+        rows = _rows(response_id)
         if [n for n, _, _ in rows] != list(range(response.last_sequence_number + 1)):
             log.error("not packing %s: its event rows are not 0..%d", response_id, response.last_sequence_number)
             return False

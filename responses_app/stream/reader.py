@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import math
 import time
 from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 
@@ -27,7 +29,7 @@ from responses_app.asyncdb import db, stream_db
 from responses_app.db_outage import DATABASE_DOWN, RETRY_INTERVAL_S
 from responses_app.models import TERMINAL_STATUSES, Response
 from responses_app.observability import recorder
-from responses_app.stream import doorbell, event_log
+from responses_app.stream import creates_first, doorbell, event_log
 from responses_app.stream.sse import error_frame
 
 # Every commit rings the doorbell, so a subscribed reader reads the database when told to,
@@ -61,13 +63,16 @@ async def follow_frames(
     finished = False
     recorder.sse_stream_opened()
     try:
+        if committed is not None:
+            # Sent before subscribing: it is committed, so it needs no read; the
+            # subscription still comes before the first read.
+            yield committed.data
+            cursor = committed.last_sequence_number
         async with doorbell.listening(response_id) as listener:
             last_sent = time.monotonic()
             outage_since: float | None = None
-            if committed is not None:
-                yield committed.data
-                cursor = committed.last_sequence_number
             while True:
+                await creates_first.before_stream_read()
                 try:
                     frames = await _frames_after(response_id, cursor)
                     state = None if frames.data else await stream_db(selectors.stream_state)(response_id)
@@ -93,8 +98,11 @@ async def follow_frames(
                     if frames.ends:
                         finished = True
                         return
-                    continue
-                if state is None or (state[0] in TERMINAL_STATUSES and cursor >= state[1]):
+                    if frames.more:
+                        continue
+                    # The read had all that was committed when it ran: what commits after it
+                    # rings (or, without a subscription, is found by the next poll).
+                elif state is None or (state[0] in TERMINAL_STATUSES and cursor >= state[1]):
                     finished = True  # deleted, or nothing after the cursor will ever come
                     if state is None and error_events:
                         yield error_frame(cursor + 1, "response_deleted", RESPONSE_DELETED, "invalid_request_error")
@@ -112,27 +120,47 @@ async def follow_frames(
         recorder.sse_stream_closed()
 
 
-_reads: dict[tuple[str, int], asyncio.Future[event_log.Frames]] = {}
+@dataclass
+class _Read:
+    """One read of frames_after, shared; ``started``: when its thread began it."""
+
+    response_id: str
+    cursor: int
+    started: float = math.inf
+    frames: asyncio.Future[event_log.Frames] | None = None
+
+    def run(self) -> event_log.Frames:
+        self.started = time.monotonic()
+        return event_log.frames_after(self.response_id, self.cursor)
+
+
+_reads: dict[tuple[str, int], _Read] = {}
 
 
 async def _frames_after(response_id: str, cursor: int) -> event_log.Frames:
     """event_log.frames_after in a stream thread, read once for all of this process's
     readers at the same point of the same response: a thousand readers following one
-    response make one query per commit, not a thousand."""
+    response make one query per commit, not a thousand.
+
+    A reader trusts a read that it joined as it would its own only if that read started
+    after the reader asked (so after the commit whose ring woke it). An earlier one may
+    miss that commit: its empty answer is not believed (the reader reads on its own), and
+    its frames are sent but read after at once (``more``)."""
     key = (response_id, cursor)
-    pending = _reads.get(key)
-    if pending is None:
-        pending = asyncio.ensure_future(stream_db(event_log.frames_after)(response_id, cursor))
-        _reads[key] = pending
-        pending.add_done_callback(functools.partial(_forget, key))
+    asked = time.monotonic()
+    read = _reads.get(key)
+    if read is None:
+        read = _reads[key] = _Read(response_id, cursor)
+        read.frames = asyncio.ensure_future(stream_db(read.run)())
+        read.frames.add_done_callback(functools.partial(_forget, key))
         # One reader going away must not cancel the read that others wait for.
-        return await asyncio.shield(pending)
-    frames = await asyncio.shield(pending)
+        return await asyncio.shield(read.frames)
+    frames = await asyncio.shield(read.frames)
+    if read.started >= asked:
+        return frames
     if not frames.data:
-        # The read joined may have started before the commit that woke this reader: an
-        # empty answer is only believed from a read of its own.
-        frames = await stream_db(event_log.frames_after)(response_id, cursor)
-    return frames
+        return await stream_db(event_log.frames_after)(response_id, cursor)
+    return replace(frames, more=not frames.ends)
 
 
 def _forget(key: tuple[str, int], done: asyncio.Future[event_log.Frames]) -> None:

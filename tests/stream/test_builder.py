@@ -17,7 +17,8 @@ from pydantic import TypeAdapter
 
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
 from responses_app.models import Response, Tenant
-from responses_app.stream.builder import EventBuilder
+from responses_app.stream.builder import EventBuilder, build_event, delta_event
+from responses_app.stream.sse import event_json
 
 pytestmark = pytest.mark.core
 
@@ -230,6 +231,33 @@ def test_every_lifecycle_event_validates_against_the_sdk(event_type, status):
 
     assert (event["type"], event["sequence_number"], event["response"]["status"]) == (event_type, 3, status)
     assert_valid_stream_events([event])
+
+
+DELTA_CLASSES = {
+    "response.output_text.delta": (openai.types.responses.ResponseTextDeltaEvent, {"content_index": 0, "logprobs": []}),
+    "response.reasoning_text.delta": (openai.types.responses.ResponseReasoningTextDeltaEvent, {"content_index": 0}),
+    "response.function_call_arguments.delta": (openai.types.responses.ResponseFunctionCallArgumentsDeltaEvent, {}),
+}
+
+
+@pytest.mark.parametrize("event_type", sorted(DELTA_CLASSES))
+def test_a_delta_built_without_validation_is_the_sdk_types_dump_byte_for_byte(event_type):
+    event_class, extra = DELTA_CLASSES[event_type]
+    fast = delta_event(event_type, 41, "msg_abc", 2, 'say "hi"\n\u00e9')
+    validated = build_event(event_class, type=event_type, sequence_number=41, item_id="msg_abc", output_index=2,
+                            delta='say "hi"\n\u00e9', **extra)
+    assert event_json(fast) == event_json(validated)
+
+
+def test_the_builders_deltas_are_the_fast_ones():
+    _, events = build(REASONING + MESSAGE + FUNCTION_CALL)
+    deltas = [event for event in events if event["type"].endswith(".delta")]
+    assert [event["type"] for event in deltas] == ["response.reasoning_text.delta"] * 2 + [
+        "response.output_text.delta"] * 2 + ["response.function_call_arguments.delta"] * 2
+    for event in deltas:
+        event_class, extra = DELTA_CLASSES[event["type"]]
+        fields = {key: event[key] for key in ("type", "sequence_number", "item_id", "output_index", "delta")}
+        assert event_json(event) == event_json(build_event(event_class, **fields, **extra))
 
 
 def test_content_outside_of_a_message_is_rejected():

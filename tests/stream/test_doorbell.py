@@ -1,0 +1,80 @@
+"""The doorbell's hub (stream/doorbell.py) against the test Redis: one subscription per
+channel however many listeners, a listener subscribed before ``listening`` yields, the
+channel given up with its last listener, and a connection lost and found again."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis
+from django.conf import settings
+
+from responses_app.stream import doorbell
+
+pytestmark = pytest.mark.core
+
+
+def subscribers(response_id: str) -> int:
+    channel = doorbell.channel_name(response_id)
+    return dict(redis.Redis.from_url(settings.REDIS_URL).pubsub_numsub(channel))[channel.encode()]
+
+
+async def rung(listener: doorbell.Listener, within: float = 2.0) -> bool:
+    """Whether the listener's wait ended by a ring rather than its timeout."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    await listener.wait(within)
+    return loop.time() - started < within * 0.9
+
+
+def test_readers_of_one_response_share_one_subscription_and_are_subscribed_when_listening_yields():
+    async def scenario() -> None:
+        async with doorbell.listening("resp_bell_a") as first, doorbell.listening("resp_bell_a") as second, \
+                doorbell.listening("resp_bell_b") as other:
+            assert subscribers("resp_bell_a") == 1 and subscribers("resp_bell_b") == 1
+            # No sleep: listening() returned only once Redis confirmed the SUBSCRIBE.
+            doorbell.ring("resp_bell_a", 7)
+            assert await rung(first) and await rung(second)
+            assert not await rung(other, within=0.3)
+            async with doorbell.listening("resp_bell_c") as late:
+                doorbell.ring("resp_bell_c", 1)
+                assert await rung(late)
+            await asyncio.sleep(0.2)  # the UNSUBSCRIBE is sent, not waited for
+            assert subscribers("resp_bell_c") == 0 and subscribers("resp_bell_a") == 1
+        await asyncio.sleep(0.2)
+        assert subscribers("resp_bell_a") == 0 and subscribers("resp_bell_b") == 0
+        assert asyncio.get_running_loop() not in doorbell._hubs  # the last listener closed the hub
+
+    asyncio.run(scenario())
+
+
+def test_a_ring_during_a_read_is_not_lost():
+    async def scenario() -> None:
+        async with doorbell.listening("resp_bell_d") as listener:
+            doorbell.ring("resp_bell_d", 3)  # while its reader would be reading the database
+            await asyncio.sleep(0.2)
+            assert await rung(listener, within=1.0)
+            assert not await rung(listener, within=0.3)  # one ring, one wake-up
+
+    asyncio.run(scenario())
+
+
+def test_a_lost_connection_is_polled_through_and_subscribed_again(monkeypatch):
+    monkeypatch.setattr(doorbell, "RESUBSCRIBE_S", 0.5)
+    monkeypatch.setattr(doorbell, "POLL_INTERVAL_S", 0.2)
+
+    async def scenario() -> None:
+        async with doorbell.listening("resp_bell_e") as listener:
+            redis.Redis.from_url(settings.REDIS_URL).client_kill_filter(_type="pubsub")
+            await listener.wait(1.0)  # woken by the loss, so that its reader reads now
+            assert subscribers("resp_bell_e") == 0
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + 5
+            while subscribers("resp_bell_e") == 0 and loop.time() < deadline:
+                await listener.wait(0.3)  # polls meanwhile; the next wait after RESUBSCRIBE_S reconnects
+            assert subscribers("resp_bell_e") == 1
+            doorbell.ring("resp_bell_e", 9)
+            assert await rung(listener)
+
+    asyncio.run(scenario())
