@@ -60,6 +60,10 @@ class Recorder:
         self._pid = os.getpid()
         self.process_id = f"{socket.gethostname()}:{self._pid}"
         self._lock = threading.Lock()
+        # One push at a time: a push holds what it took until Redis answers, and a second
+        # push meanwhile would report success without it (the pusher thread beside an
+        # explicit push, or the push at exit).
+        self._push_lock = threading.Lock()
         self._wake = threading.Event()
         self._stopping = threading.Event()
         self._thread: threading.Thread | None = None
@@ -100,6 +104,10 @@ class Recorder:
 
         Returns False (and keeps the observations for the next push) when Redis failed.
         """
+        with self._push_lock:
+            return self._push()
+
+    def _push(self) -> bool:
         with self._lock:
             pending, self._pending = self._pending, {}
             streams_due = self._counts_streams and (

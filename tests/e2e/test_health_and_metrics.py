@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import socket
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -309,6 +310,33 @@ def test_observations_survive_a_redis_outage_and_arrive_with_the_next_push(stack
     finally:
         metrics_redis.delete(histogram.key)
         outage.close()
+
+
+def test_a_push_made_while_another_is_in_flight_waits_for_it_and_loses_nothing(metrics_redis):
+    """The pusher thread's push holds what it took until Redis answers; an explicit push
+    meanwhile must not report success without those observations."""
+    histogram = metrics.HistogramSpec(f"test_histogram_{uuid.uuid4().hex}", "test", ("model",), (1.0, 10.0))
+    silent = socket.socket()  # accepts connections and never answers: a push hangs on it
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    hanging = redis.Redis(port=silent.getsockname()[1], socket_connect_timeout=0.5, socket_timeout=0.5)
+    client = hanging
+    recorder = Recorder(client=lambda: client)
+    try:
+        recorder.observe(histogram, ("echo",), 0.5)
+        recorder.observe(histogram, ("echo",), 5.0)
+        in_flight = threading.Thread(target=recorder.push)
+        in_flight.start()
+        time.sleep(0.1)  # that push has taken both observations and waits on the silent server
+        client = metrics.redis_client()
+        recorder.observe(histogram, ("echo",), 50.0)
+        assert recorder.push() is True
+        in_flight.join()
+        assert metrics_redis.hget(histogram.key, metrics.series_field(("echo",), "count")) == "3"
+    finally:
+        metrics_redis.delete(histogram.key)
+        hanging.close()
+        silent.close()
 
 
 def test_metrics_still_answer_when_the_metrics_redis_is_down(stack, db_access):
