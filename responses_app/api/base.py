@@ -55,9 +55,10 @@ class ApiView(APIView):
         try:
             method = drf_request.method.lower()
             handler = getattr(self, method, None) if method in self.http_method_names else None
-            if handler is None or method == "options" or not self.checks_in_handler:
+            unsupported = handler is None or method == "options"
+            if unsupported or not self.checks_in_handler:
                 await db(self.initial)(drf_request, *args, **kwargs)
-            if handler is None or method == "options":
+            if unsupported:
                 raise MethodNotAllowed(drf_request.method, drf_request.path)
             response = await handler(drf_request, *args, **kwargs)
         except Exception as exc:

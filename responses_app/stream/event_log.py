@@ -46,6 +46,7 @@ ZSTD_LEVEL = 9
 # and building these through the ORM cost more of the web process than running them.
 ROWS_AFTER = (f"SELECT sequence_number, type, data FROM {ResponseEvent._meta.db_table} "
               "WHERE response_id = %s AND sequence_number > %s ORDER BY sequence_number")
+ROWS_AFTER_UP_TO = f"{ROWS_AFTER} LIMIT %s"
 PACKED_LOG = f"SELECT frames, frame_lengths FROM {EventLog._meta.db_table} WHERE response_id = %s"
 
 
@@ -99,7 +100,7 @@ def _rows(response_id: str, after: int = -1, limit: int | None = None) -> list[t
         if limit is None:
             cursor.execute(ROWS_AFTER, [response_id, after])
         else:
-            cursor.execute(f"{ROWS_AFTER} LIMIT %s", [response_id, after, limit])
+            cursor.execute(ROWS_AFTER_UP_TO, [response_id, after, limit])
         return cursor.fetchall()
 
 

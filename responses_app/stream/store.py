@@ -149,15 +149,15 @@ def insert_events(response: Response, events: list[dict[str, Any]]) -> None:
     if not events:
         return
     created_at = connection.ops.adapt_datetimefield_value(timezone.now())
+    rows = [(response.pk, e["sequence_number"], e["type"], event_json(e), created_at) for e in events]
     with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            # Django's error classes, as for any statement (IntegrityError, OperationalError).
-            with connection.wrap_database_errors, cursor.cursor.copy(COPY_EVENTS) as copy:
-                for e in events:
-                    copy.write_row((response.pk, e["sequence_number"], e["type"], event_json(e), created_at))
+        if connection.vendor != "postgresql":
+            cursor.executemany(INSERT_EVENT, rows)
             return
-        cursor.executemany(INSERT_EVENT, [(response.pk, e["sequence_number"], e["type"], event_json(e), created_at)
-                                          for e in events])
+        # Django's error classes, as for any statement (IntegrityError, OperationalError).
+        with connection.wrap_database_errors, cursor.cursor.copy(COPY_EVENTS) as copy:
+            for row in rows:
+                copy.write_row(row)
 
 
 def _write(response: Response, events: list[dict[str, Any]], items: list[tuple[int, dict[str, Any]]]) -> None:
