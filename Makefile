@@ -97,12 +97,12 @@ run: setup
 	else
 		redis_mode=busy
 	fi
-	procs="web worker beat redis"
+	procs="web worker webhooks beat redis"
 	case "$$redis_mode" in
 		reuse) echo "run: a Redis already answers on 127.0.0.1:6379; using it (the Procfile's redis is not started)."
-			procs="web worker beat" ;;
+			procs="web worker webhooks beat" ;;
 		external) echo "run: REDIS_URL points elsewhere; using that Redis (the Procfile's redis is not started)."
-			procs="web worker beat" ;;
+			procs="web worker webhooks beat" ;;
 		busy) echo "run: port 6379 is taken by something that is not a Redis we can use." >&2
 			echo "run: free the port, or set REDIS_URL=redis://127.0.0.1:<port>/0 to a running Redis." >&2
 			exit 1 ;;

@@ -17,6 +17,8 @@ from django.contrib.staticfiles.handlers import ASGIStaticFilesHandler  # noqa: 
 from django.core.handlers.asgi import ASGIHandler  # noqa: E402
 from django.urls import path  # noqa: E402
 
+from responses_app.api import daphne_edge  # noqa: E402
+from responses_app.api.edge import EdgeChecks  # noqa: E402
 from responses_app.api.websocket.consumer import ResponsesSocket  # noqa: E402
 
 API_PREFIX = "/v1/"
@@ -51,9 +53,13 @@ class APIRouter:
         await handler(scope, receive, send)
 
 
+# Daphne's requests refuse what must not be read (over-large or unauthenticated bodies)
+# before reading it; Daphne imports this module before it serves anything.
+daphne_edge.install()
+
 # The admin's CSS and JS come straight from the installed apps, so the operator console
 # works under Daphne alone; a deployment with a CDN or proxy may serve `collectstatic` instead.
 application = ProtocolTypeRouter({
-    "http": ASGIStaticFilesHandler(APIRouter(api=APIHandler(), console=django_asgi_app)),
+    "http": ASGIStaticFilesHandler(APIRouter(api=EdgeChecks(APIHandler()), console=django_asgi_app)),
     "websocket": URLRouter([path("v1/responses", ResponsesSocket.as_asgi())]),
 })

@@ -56,6 +56,9 @@ MIDDLEWARE = [
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
+    # The console's buttons (cancel, re-run, revoke) must not work inside another site's frame.
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "project.middleware.frame_ancestors_none",
 ]
 # What /v1/ runs of MIDDLEWARE (project/asgi.py): the API authenticates each request by its
 # key and is CSRF-exempt; sessions, CSRF, auth and messages serve the operator console.
@@ -289,6 +292,23 @@ TOOLS_ALLOWED_PRIVATE_HOSTS = [h.strip() for h in os.environ.get("TOOLS_ALLOWED_
 # server (label) to search with instead.
 WEB_SEARCH_INDEX_PATH = Path(os.environ.get("WEB_SEARCH_INDEX_PATH", RUN_DIR / "search-index.sqlite3"))
 WEB_SEARCH_MCP_SERVER = os.environ.get("WEB_SEARCH_MCP_SERVER", "")
+
+# --- Limits on what a client sends (README "Limits and abuse") ------------------------------
+# A JSON body (every endpoint but file uploads): at most this many bytes, nested at most
+# this deep; over either is a 413 or a 400 before anything is stored.
+JSON_BODY_MAX_BYTES = int(env_float("JSON_BODY_MAX_BYTES", 16 * 2**20))
+JSON_BODY_MAX_DEPTH = int(env_float("JSON_BODY_MAX_DEPTH", 64))
+# Django's own cap on request.body follows the JSON cap (it would otherwise raise at 2.5 MB).
+DATA_UPLOAD_MAX_MEMORY_SIZE = JSON_BODY_MAX_BYTES
+# A multipart upload: at most this many parts (a file upload has one file and no fields).
+DATA_UPLOAD_MAX_NUMBER_FILES = int(env_float("UPLOAD_MAX_FILES", 1))
+DATA_UPLOAD_MAX_NUMBER_FIELDS = int(env_float("UPLOAD_MAX_FIELDS", 16))
+
+# Per-tenant caps for every tenant (0: none): foreground responses queued or running at
+# once (429 past it), schedules and webhook endpoints (400 on the create past them).
+TENANT_MAX_CONCURRENT_FOREGROUND = int(env_float("TENANT_MAX_CONCURRENT_FOREGROUND", 256))
+TENANT_MAX_SCHEDULES = int(env_float("TENANT_MAX_SCHEDULES", 100))
+TENANT_MAX_WEBHOOK_ENDPOINTS = int(env_float("TENANT_MAX_WEBHOOK_ENDPOINTS", 20))
 
 # Every /v1 view is a responses_app.api.base.ApiView, which sets its authentication,
 # permission and content negotiation; these defaults cover what DRF builds itself.

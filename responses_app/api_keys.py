@@ -77,8 +77,9 @@ def prefix_of(prefix_or_key: str) -> str:
     return match.group(1) if match else prefix_or_key.strip()
 
 
-def authenticate_bearer(header: str | None) -> Caller:
-    """Resolve an ``Authorization`` header to a caller or raise AuthenticationFailed (401)."""
+def parse_bearer(header: str | None) -> tuple[str, str]:
+    """The (prefix, secret) of a well-formed ``Bearer sk-...`` header, or AuthenticationFailed;
+    looks nothing up, so that a request can be refused before its body is read."""
     if not header:
         raise AuthenticationFailed("You didn't provide an API key. Use the header 'Authorization: Bearer <key>'.")
     scheme, _, token = header.partition(" ")
@@ -87,7 +88,12 @@ def authenticate_bearer(header: str | None) -> Caller:
     match = KEY_PATTERN.match(token.strip())
     if match is None:
         raise AuthenticationFailed("Incorrect API key provided.", code="invalid_api_key")
-    prefix, secret = match.groups()
+    return match.group(1), match.group(2)
+
+
+def authenticate_bearer(header: str | None) -> Caller:
+    """Resolve an ``Authorization`` header to a caller or raise AuthenticationFailed (401)."""
+    prefix, secret = parse_bearer(header)
     key = ApiKey.objects.select_related("tenant").filter(prefix=prefix).first()
     if key is None or not hmac.compare_digest(key.secret_hmac, _secret_hmac(secret)):
         raise AuthenticationFailed("Incorrect API key provided.", code="invalid_api_key")

@@ -57,6 +57,15 @@ class Conflict(APIError):
     status_code = 409
 
 
+class RequestTooLarge(APIError):
+    """The body is over a size limit; nothing of it was stored."""
+
+    status_code = 413
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, code="request_too_large")
+
+
 class MethodNotAllowed(APIError):
     status_code = 405
 

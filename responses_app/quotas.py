@@ -9,7 +9,9 @@
   creates cannot both take the last slot.
 
 The other two are applied by services.create_response, whoever creates (the API, an
-operator's re-run).
+operator's re-run). Defaults for every tenant, from settings: TENANT_MAX_CONCURRENT_FOREGROUND
+foreground responses at once (429), TENANT_MAX_SCHEDULES schedules and
+TENANT_MAX_WEBHOOK_ENDPOINTS webhook endpoints (400 on the create past them).
 
 Each limit only ever reads and writes the calling tenant's own counters.
 """
@@ -21,6 +23,8 @@ import uuid
 from typing import Any
 
 import redis
+from django.conf import settings
+from django.db.models import QuerySet
 
 from responses_app.errors import InvalidRequest, RateLimited
 from responses_app.models import ACTIVE_STATUSES, Response, Tenant
@@ -98,6 +102,29 @@ def _window_key(tenant: Tenant) -> str:
     # The creation time as well as the id: a database recreated next to a running Redis
     # (a test run, a restore) hands out the same ids to new tenants within the minute.
     return f"quota:rpm:{tenant.pk}:{tenant.created_at.timestamp():.6f}"
+
+
+def check_foreground_concurrency(tenant: Tenant, background: bool) -> None:
+    """Raise RateLimited (429) if the tenant already has TENANT_MAX_CONCURRENT_FOREGROUND
+    foreground responses queued or in progress: a default cap for every tenant, so that
+    one tenant's burst of streams cannot take every worker. Counted without a lock (a
+    burst may pass it by a few), since every create of a tenant would queue on one."""
+    limit = settings.TENANT_MAX_CONCURRENT_FOREGROUND
+    if background or not limit:
+        return
+    active = Response.objects.filter(status__in=ACTIVE_STATUSES, tenant=tenant, background=False)
+    if len(active.values_list("pk", flat=True)[:limit]) >= limit:
+        raise RateLimited(
+            f"Too many responses in progress: this organization may run {limit} foreground responses at once.",
+            retry_after=CONCURRENCY_RETRY_AFTER_S, code="concurrency_limit_exceeded")
+
+
+def check_object_count(rows: QuerySet, limit: int, what: str, setting: str) -> None:
+    """A 400 when the tenant already has ``limit`` of these objects (``rows``, its own):
+    another create can only succeed after a delete."""
+    if limit and len(rows.values_list("pk", flat=True)[:limit]) >= limit:
+        raise InvalidRequest(f"This organization already has {limit} {what}, the most it may have ({setting}). "
+                             "Delete one first.", code="object_limit_reached")
 
 
 def reserve_background_slot(tenant: Tenant, background: bool) -> None:

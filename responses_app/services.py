@@ -87,6 +87,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     _check_function_call_outputs(earlier, items)
     check_prompt(request.model, params, earlier + items, timezone.now().date())
     deferred = request.completion_window != "soonest"
+    quotas.check_foreground_concurrency(tenant, request.background)
     with transaction.atomic():
         quotas.reserve_background_slot(tenant, request.background)
         on_lane = request.socket_session and request.joins_lane

@@ -41,7 +41,8 @@ def resume(tenant: Tenant, session: str, socket_id: str, seen: dict[str, int]) -
     return [LaneStart(candidates[pk][0], pk) for pk in ordered if candidates[pk][1] not in candidates]
 
 
-def detach(socket_id: str) -> None:
-    """The socket went away: its running responses wait WS_RESUME_GRACE_S for another
-    socket of the session (services.cancel_detached cancels the foreground ones)."""
-    Response.objects.filter(socket_id=socket_id, status__in=ACTIVE_STATUSES).update(detached_at=timezone.now())
+def detach(tenant: Tenant, session: str) -> None:
+    """The session's last socket went away: its running responses wait WS_RESUME_GRACE_S
+    for another socket of the session (services.cancel_detached cancels the foreground ones)."""
+    Response.objects.filter(tenant=tenant, socket_session=session, status__in=ACTIVE_STATUSES).update(
+        detached_at=timezone.now())

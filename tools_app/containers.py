@@ -31,6 +31,11 @@ class ContainerNotFound(Exception):
         self.container_id = container_id
 
 
+class ContainerBusy(Exception):
+    """A code interpreter call holds the container's lock: a change from outside a call
+    (the Containers API) is tried again later rather than waited for in a shared thread."""
+
+
 def resolve_container(tenant_id: int, spec: str | dict, reuse_id: str | None = None) -> Container:
     """The container for a request's code_interpreter tool.
 
@@ -90,12 +95,12 @@ def created_at_page(rows: QuerySet, cursor: Any, limit: int, order: str) -> tupl
 
 def delete_container(tenant_id: int, container_id: str) -> None:
     """Delete the container with its files: marked expired first, so that no new call
-    starts in it; then, once a call running in it has finished (its lock), its work dir
-    and session go, and the row with its files' rows."""
+    starts in it; then, unless a call running in it holds its lock (ContainerBusy: try
+    again), its work dir and session go, and the row with its files' rows."""
     container = get_container(tenant_id, container_id)
     Container.objects.filter(pk=container.pk).update(status=ContainerStatus.EXPIRED)
     workspace = Workspace.for_container(container.pk)
-    with _locked(workspace):
+    with locked(workspace):
         workspace.remove()
     container.delete()
 
@@ -144,9 +149,14 @@ def expire_idle_containers() -> int:
     return expired
 
 
-def locked(workspace: Workspace) -> Any:
-    """The container's lock, for a change of its files from outside a call (container_files.py)."""
-    return _locked(workspace)
+@contextmanager
+def locked(workspace: Workspace) -> Iterator[None]:
+    """The container's lock, for a change of its files from outside a call (the Containers
+    API), taken without waiting: ContainerBusy while a call holds it."""
+    with _locked(workspace, wait=False) as acquired:
+        if not acquired:
+            raise ContainerBusy(workspace.root.name)
+        yield
 
 
 def running_container(tenant_id: int, container_id: str) -> Container:

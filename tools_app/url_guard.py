@@ -61,6 +61,29 @@ def check_url(url: str) -> None:
     checked_addresses(host, port)
 
 
+def check_url_offline(url: str) -> None:
+    """``check_url`` for what is decided without the network: the scheme, metadata and
+    localhost names, and hosts that are addresses in any form the resolver reads as one
+    (``127.1``, ``2130706433``, ``[::ffff:10.0.0.1]``). A host name is left to
+    ``check_url`` when it is used (its addresses may change by then anyway)."""
+    host, port = _host_and_port(url)
+    if _is_allowed(host, port):
+        return
+    if host in METADATA_HOSTS:
+        raise _refused(host, port, f"'{host}' is a cloud metadata service")
+    if host == "localhost" or host.endswith(".localhost"):
+        raise _refused(host, port, "it is a loopback name")
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_NUMERICHOST)
+    except (OSError, UnicodeError):
+        return  # a name, not an address
+    for *_, sockaddr in infos:
+        address = ipaddress.ip_address(str(sockaddr[0]).split("%", 1)[0])
+        reason = non_public_reason(address)
+        if reason is not None and not _is_allowed(str(address), port):
+            raise _refused(host, port, f"it is {reason}")
+
+
 def checked_addresses(host: str, port: int) -> list[str]:
     """The addresses of ``host`` that a connection to ``host:port`` may use: all of them,
     in resolver order. Raises ``UrlRefused`` if any one of them is not allowed, because a

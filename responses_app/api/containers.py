@@ -4,8 +4,10 @@ interpreter's containers, created up front or by a response, and the files in th
 
 from __future__ import annotations
 
+import asyncio
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from django.conf import settings
 from django.http import FileResponse, HttpRequest, HttpResponseBase, JsonResponse
@@ -15,14 +17,38 @@ from responses_app.api import openapi
 from responses_app.api.base import ApiView
 from responses_app.api.params import json_body, page_params
 from responses_app.asyncdb import db
-from responses_app.errors import InvalidRequest, NotFound
+from responses_app.errors import Conflict, InvalidRequest, NotFound
 from responses_app.validation.containers import parse_container_create, upload_name
 from responses_app.wire_objects import container_file_object, container_object, list_object
 from tools_app import container_files, containers
 
+T = TypeVar("T")
+
+
+# How often a change waits for a code interpreter call to release its container, and for
+# how long beyond the call's own timeout before the change is a 409.
+BUSY_POLL_S = 0.2
+BUSY_MARGIN_S = 5.0
+
 
 def _not_found(error: Exception, param: str) -> NotFound:
     return NotFound(str(error), param=param)
+
+
+async def _when_idle(change: Callable[..., T], *args: Any) -> T:
+    """``change`` run in a request thread once no code interpreter call holds the
+    container: while one does, the request waits here, on the event loop, so that no
+    shared thread waits on another tenant's code."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + settings.TOOL_CALL_TIMEOUT_S + BUSY_MARGIN_S
+    while True:
+        try:
+            return await db(change)(*args)
+        except containers.ContainerBusy:
+            if loop.time() >= deadline:
+                raise Conflict("A code interpreter call is still running in this container; try again.",
+                               param="container_id", code="container_busy") from None
+            await asyncio.sleep(BUSY_POLL_S)
 
 
 class ContainersView(ApiView):
@@ -59,7 +85,7 @@ class ContainerView(ApiView):
     @openapi.CONTAINER_DELETE
     async def delete(self, request: Request, container_id: str) -> HttpResponseBase:
         try:
-            await db(containers.delete_container)(request.user.tenant.pk, container_id)
+            await _when_idle(containers.delete_container, request.user.tenant.pk, container_id)
         except containers.ContainerNotFound as error:
             raise _not_found(error, "container_id") from None
         return JsonResponse({"id": container_id, "object": "container.deleted", "deleted": True})
@@ -70,7 +96,7 @@ class ContainerFilesView(ApiView):
 
     @openapi.CONTAINER_FILE_CREATE
     async def post(self, request: Request, container_id: str) -> HttpResponseBase:
-        file = await db(_upload)(request._request, request.user.tenant.pk, container_id)
+        file = await _when_idle(_upload, request._request, request.user.tenant.pk, container_id)
         return JsonResponse(container_file_object(file))
 
     @openapi.CONTAINER_FILE_LIST
@@ -96,7 +122,7 @@ class ContainerFileView(ApiView):
 
     @openapi.CONTAINER_FILE_DELETE
     async def delete(self, request: Request, container_id: str, file_id: str) -> HttpResponseBase:
-        await db(_found(container_files.delete_file))(request.user.tenant.pk, container_id, file_id)
+        await _when_idle(_found(container_files.delete_file), request.user.tenant.pk, container_id, file_id)
         return JsonResponse({"id": file_id, "object": "container.file.deleted", "deleted": True})
 
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig, SuspiciousOperation
 from django.db import InterfaceError, OperationalError
 from django.http import Http404, JsonResponse
+from django.http.multipartparser import MultiPartParserError
 from rest_framework import exceptions as drf_exceptions
 
 from responses_app.errors import (
@@ -17,6 +20,7 @@ from responses_app.errors import (
     MethodNotAllowed,
     NotFound,
     PermissionDenied,
+    RequestTooLarge,
     ServerError,
     ServiceUnavailable,
 )
@@ -48,6 +52,12 @@ def _as_api_error(exc: Exception, request: Any) -> APIError:
         return PermissionDenied(str(exc.detail))
     if isinstance(exc, (Http404, drf_exceptions.NotFound)):
         return NotFound(f"Invalid URL ({request.method} {request.path}).")
+    if isinstance(exc, RequestDataTooBig):
+        return RequestTooLarge(f"The request body is larger than {settings.JSON_BODY_MAX_BYTES} bytes.")
+    if isinstance(exc, (SuspiciousOperation, MultiPartParserError)):
+        # Django's parsers refusing a body (too many multipart parts or fields, a malformed
+        # multipart body) before anything of it was stored.
+        return InvalidRequest(f"The request body could not be read: {exc}.", code="invalid_body")
     if isinstance(exc, drf_exceptions.APIException) and exc.status_code < 500:
         # The rest of DRF's client errors (a ValidationError, say): views here raise our own.
         return InvalidRequest(str(exc.detail))

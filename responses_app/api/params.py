@@ -2,23 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from django.conf import settings
 from django.http import QueryDict
 from rest_framework.request import Request
 
 from responses_app.errors import InvalidRequest
+from responses_app.lib import json_input
 from responses_app.validation.create import SUPPORTED_INCLUDE_VALUES
 
 
 def json_body(request: Request) -> Any:
     """The body as JSON, whatever the Content-Type (the SDKs always send JSON); an empty
-    body is null, which the endpoint's own validation refuses."""
-    try:
-        return json.loads(request.body or b"null")
-    except (ValueError, UnicodeDecodeError) as error:
-        raise InvalidRequest(f"We could not parse the JSON body of your request: {error}.") from error
+    body is null, which the endpoint's own validation refuses. Checked once here for
+    size, depth and text that cannot be stored (lib/json_input.py)."""
+    return json_input.loads(request.body or b"null", max_depth=settings.JSON_BODY_MAX_DEPTH)
 
 
 def page_params(query: QueryDict, *, orders: bool = False, extra: tuple[str, ...] = ()) -> tuple[str | None, int, str]:
@@ -41,7 +40,12 @@ def bool_param(query: QueryDict, name: str) -> bool:
     raise InvalidRequest(f"Invalid value for '{name}': {value!r}; expected true or false.", param=name)
 
 
-def int_param(query: QueryDict, name: str, minimum: int, maximum: int | None = None) -> int | None:
+# The largest value of an integer column (sequence numbers, positions): a number beyond it
+# cannot be compared with one in PostgreSQL, so it is a 400 here rather than an overflow later.
+INT_COLUMN_MAX = 2**31 - 1
+
+
+def int_param(query: QueryDict, name: str, minimum: int, maximum: int = INT_COLUMN_MAX) -> int | None:
     value = query.get(name)
     if value is None:
         return None
@@ -49,8 +53,8 @@ def int_param(query: QueryDict, name: str, minimum: int, maximum: int | None = N
         number = int(value)
     except ValueError:
         raise InvalidRequest(f"Invalid value for '{name}': {value!r}; expected an integer.", param=name) from None
-    if number < minimum or (maximum is not None and number > maximum):
-        bounds = f"at least {minimum}" if maximum is None else f"between {minimum} and {maximum}"
+    if number < minimum or number > maximum:
+        bounds = f"between {minimum} and {maximum}"
         raise InvalidRequest(f"'{name}' must be {bounds}, got {number}.", param=name)
     return number
 

@@ -61,7 +61,7 @@ class WebhookTestView(ApiView):
 
     @openapi.WEBHOOK_TEST
     async def post(self, request: Request, webhook_endpoint_id: str) -> HttpResponseBase:
-        result = await db(endpoints.send_test)(request.user.tenant, webhook_endpoint_id, json_body(request))
+        result = await endpoints.send_test(request.user.tenant, webhook_endpoint_id, json_body(request))
         return JsonResponse(result)
 
 

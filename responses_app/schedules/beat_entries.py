@@ -9,9 +9,10 @@ PeriodicTask, saved through the ORM so that beat's database scheduler sees the c
 
 from __future__ import annotations
 
+import functools
 import json
 import zoneinfo
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from celery.schedules import crontab
@@ -22,6 +23,8 @@ from responses_app.errors import InvalidRequest, invalid_type
 
 RUN_SCHEDULED_TASK = "responses_app.tasks.run_scheduled_response"
 KINDS = ("cron", "every_seconds", "at")
+# IntervalSchedule.every is an integer column; a year is more than any interval needs.
+MAX_EVERY_SECONDS = 366 * 24 * 3600
 
 
 def parse_schedule(value: Any) -> dict[str, Any]:
@@ -42,8 +45,9 @@ def parse_schedule(value: Any) -> dict[str, Any]:
         return {"cron": " ".join(fields.values()), "timezone": _timezone(value.get("timezone", "UTC"))}
     if kind == "every_seconds":
         every = value["every_seconds"]
-        if isinstance(every, bool) or not isinstance(every, int) or every < 1:
-            raise invalid_type("schedule.every_seconds", "a positive integer", every)
+        if isinstance(every, bool) or not isinstance(every, int) or not 1 <= every <= MAX_EVERY_SECONDS:
+            raise InvalidRequest(f"'schedule.every_seconds' must be an integer from 1 to {MAX_EVERY_SECONDS} "
+                                 f"(a year), got {every!r}.", param="schedule.every_seconds", code="invalid_value")
         return {"every_seconds": every}
     return {"at": _at(value["at"]).isoformat()}
 
@@ -108,11 +112,15 @@ def _cron(expression: Any) -> dict[str, str]:
 def _timezone(name: Any) -> str:
     if not isinstance(name, str):
         raise invalid_type("schedule.timezone", "a string", name)
-    try:
-        zoneinfo.ZoneInfo(name)
-    except (zoneinfo.ZoneInfoNotFoundError, ValueError):
-        raise InvalidRequest(f"Unknown time zone {name!r}.", param="schedule.timezone") from None
+    # Looked up among the known names, never opened as a path: a long or odd name is just unknown.
+    if name not in _time_zones():
+        raise InvalidRequest(f"Unknown time zone {name[:64]!r}.", param="schedule.timezone")
     return name
+
+
+@functools.cache
+def _time_zones() -> frozenset[str]:
+    return frozenset(zoneinfo.available_timezones() | {"UTC"})
 
 
 def _at(value: Any) -> datetime:
@@ -125,6 +133,13 @@ def _at(value: Any) -> datetime:
                              param="schedule.at") from None
     if at.tzinfo is None:
         raise InvalidRequest("'schedule.at' must have a UTC offset (e.g. 'Z' or '+02:00').", param="schedule.at")
+    try:
+        # Read back in UTC: a time whose UTC day is past the year 9999 could be stored
+        # (PostgreSQL) but never read again.
+        at.astimezone(UTC)
+    except OverflowError:
+        raise InvalidRequest("'schedule.at' is out of range: its UTC time is after the year 9999.",
+                             param="schedule.at") from None
     if at <= timezone.now():
         raise InvalidRequest("'schedule.at' is in the past.", param="schedule.at")
     return at

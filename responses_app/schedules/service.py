@@ -11,12 +11,14 @@ import math
 from datetime import datetime
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 
 from responses_app.errors import InvalidRequest, NotFound, invalid_type
 from responses_app.models import Response, RunStatus, ScheduledResponse, ScheduledRun, Tenant
 from responses_app.models.schedules import new_schedule_id
+from responses_app.quotas import check_object_count
 from responses_app.request_body import body_fields
 from responses_app.schedules.beat_entries import next_run_at, parse_schedule, save_periodic_task
 from responses_app.schedules.runs import run_request
@@ -89,6 +91,8 @@ def runs_page(tenant: Tenant, schedule_id: str, *, after: str | None, limit: int
 
 
 def create_schedule(tenant: Tenant, body: Any) -> ScheduledResponse:
+    check_object_count(ScheduledResponse.objects.filter(tenant=tenant), settings.TENANT_MAX_SCHEDULES,
+                       "schedules", "TENANT_MAX_SCHEDULES")
     fields = _fields(body, required=True)
     schedule = ScheduledResponse(tenant=tenant, id=new_schedule_id(), **fields)
     run_request(schedule.pk, schedule.request)

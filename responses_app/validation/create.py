@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from pydantic import ValidationError as PydanticValidationError
 
 from responses_app.compaction import InvalidCompaction, summary_of
 from responses_app.errors import InvalidRequest, invalid_type
@@ -19,6 +20,7 @@ from responses_app.services import CreateRequest
 from responses_app.tool_types import NAME_PATTERN
 from responses_app.validation.json_schema import check_json_schema
 from responses_app.validation.tools import approval_response_item, validate_tool_choice, validate_tools
+from responses_app.wire_objects import conversation_item_object, item_object
 
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")
 REASONING_EFFORTS = ("low", "medium", "high")
@@ -49,6 +51,8 @@ UNSUPPORTED_ITEM_TYPES = frozenset(
 UNSUPPORTED_PARAMETERS = ("prompt", "context_management")
 COMPLETION_WINDOWS = ("soonest", "2h", "8h")
 MAX_CONTINUATION_ID = 256
+# Item ids are stored in columns of 64 characters (InputItem, ConversationItem).
+MAX_ITEM_ID_LENGTH = 64
 INCLUDE_VALUES = frozenset(
     {
         "code_interpreter_call.outputs",
@@ -443,7 +447,19 @@ def parse_input(value: Any, param: str = "input") -> list[dict[str, Any]]:
         return [_message_item("user", [{"type": "input_text", "text": value}], None)]
     if not isinstance(value, list):
         raise invalid_type(param, "a string or an array", value)
-    return [_input_item(item, f"{param}[{index}]") for index, item in enumerate(value)]
+    return [_servable(_input_item(item, f"{param}[{index}]"), f"{param}[{index}]") for index, item in enumerate(value)]
+
+
+def _servable(item: dict[str, Any], param: str) -> dict[str, Any]:
+    """The normalised item, once it is known to render as the input items list and a
+    conversation's items serve it: what is stored can always be read back."""
+    try:
+        item_object(item)
+        conversation_item_object(item, [])
+    except PydanticValidationError as error:
+        raise InvalidRequest(f"'{param}' cannot be stored in this shape: {error.errors()[0]['msg']}.",
+                             param=param) from None
+    return item
 
 
 def _input_item(item: Any, param: str) -> dict[str, Any]:
@@ -499,7 +515,7 @@ def _input_message(item: dict, param: str) -> dict[str, Any]:
     content = item.get("content")
     part_type = "output_text" if role == "assistant" else "input_text"
     if isinstance(content, str):
-        parts = [{"type": part_type, "text": content}]
+        parts = [_content_part({"type": part_type, "text": content}, f"{param}.content", part_type)]
     elif isinstance(content, list) and content:
         parts = [_content_part(part, f"{param}.content[{index}]", part_type) for index, part in enumerate(content)]
     else:
@@ -565,6 +581,10 @@ def _item_id(item: dict, param: str, prefix: str) -> str:
         return new_id(prefix)
     if not isinstance(value, str) or not value:
         raise invalid_type(f"{param}.id", "a string", value)
+    if len(value) > MAX_ITEM_ID_LENGTH:
+        raise InvalidRequest(f"Invalid '{param}.id': string too long. Expected a string with maximum length "
+                             f"{MAX_ITEM_ID_LENGTH}, but got a string with length {len(value)} instead.",
+                             param=f"{param}.id", code="string_above_max_length")
     return value
 
 

@@ -1,6 +1,7 @@
-"""Validation of a create request's ``{"type": "mcp", ...}`` tools: their shape only.
-Which server a tool names, and whether its URL may be reached, is decided when the tool
-runs (tools_app.mcp.servers)."""
+"""Validation of a create request's ``{"type": "mcp", ...}`` tools: their shape, and the
+outbound policy for what it decides without the network (a URL whose host is a private
+address). Which server a tool names, and whether a host name may be reached, is decided
+when the tool runs (tools_app.mcp.servers)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 
 from responses_app.errors import InvalidRequest, invalid_type
 from responses_app.tool_types import NAME_PATTERN
+from tools_app.url_guard import UrlRefused, check_url_offline
 
 APPROVAL_MODES = ("always", "never")
 HANDLED_FIELDS = frozenset({"type", "server_label", "server_url", "connector_id", "allowed_tools", "require_approval",
@@ -20,8 +22,9 @@ def validate_mcp_tool(tool: dict, param: str) -> dict:
     The result has every key of HANDLED_FIELDS except connector_id (absent ones None):
     ``allowed_tools`` a list of names or None, ``require_approval`` "always", "never",
     ``{"always": {"tool_names": [...]}, "never": {"tool_names": [...]}}`` (either key
-    optional) or None (which means "always"). Nothing is resolved or fetched here: the URL
-    is checked against the outbound policy when the tool runs.
+    optional) or None (which means "always"). Nothing is resolved or fetched here: a URL
+    whose host is an address (or a metadata or localhost name) is checked against the
+    outbound policy here, a host name when the tool runs.
     """
     _refuse_unknown_fields(tool, param)
     label = tool.get("server_label")
@@ -79,6 +82,11 @@ def _server_url(value: Any, param: str) -> str | None:
     if not valid:
         raise InvalidRequest(f"Invalid '{param}': it must be an http or https URL.", param=param,
                              code="invalid_value")
+    try:
+        check_url_offline(value)
+    except UrlRefused as refused:
+        raise InvalidRequest(f"The MCP server URL is not allowed: {refused.message}.", param=param,
+                             code="invalid_url") from None
     return value
 
 

@@ -118,12 +118,18 @@ def deliver(delivery_id: int) -> None:
 
 def post(delivery: WebhookDelivery) -> WebhookAttempt:
     """POST the delivery to its endpoint once; the attempt as it went (not saved)."""
+    return asyncio.run(attempt(delivery))
+
+
+async def attempt(delivery: WebhookDelivery) -> WebhookAttempt:
+    """``post`` on the running event loop: no database work, so that a web process can
+    call a receiver without holding one of its request threads while it waits."""
     endpoint = delivery.endpoint
     headers = signed_headers(delivery.event_id, int(time.time()), delivery.payload, signing_secrets(endpoint))
     started = time.monotonic()
     status_code, error = None, ""
     try:
-        status_code = asyncio.run(_post(endpoint.url, delivery.payload, headers))
+        status_code = await _post(endpoint.url, delivery.payload, headers)
     except UrlRefused as refused:
         error = refused.message
     except Exception as failure:  # timeouts, refused connections, TLS: retried like a 5xx

@@ -10,11 +10,14 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from responses_app.asyncdb import db
 from responses_app.errors import InvalidRequest, NotFound, invalid_type
-from responses_app.models import DeliveryStatus, Tenant, WebhookEndpoint
+from responses_app.models import DeliveryStatus, Tenant, WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from responses_app.quotas import check_object_count
 from responses_app.request_body import body_fields, json_object
 from responses_app.webhooks import delivery
 from responses_app.webhooks.outbox import EVENT_TYPES, sample_delivery
@@ -64,6 +67,8 @@ def list_page(tenant: Tenant, *, after: str | None, limit: int) -> dict[str, Any
 
 
 def create_endpoint(tenant: Tenant, body: Any) -> WebhookEndpoint:
+    check_object_count(WebhookEndpoint.objects.filter(tenant=tenant), settings.TENANT_MAX_WEBHOOK_ENDPOINTS,
+                       "webhook endpoints", "TENANT_MAX_WEBHOOK_ENDPOINTS")
     fields = _fields(body, required=True)
     return WebhookEndpoint.objects.create(tenant=tenant, signing_secret=new_secret(), **fields)
 
@@ -114,25 +119,36 @@ def rotate_secret(tenant: Tenant, endpoint_id: str, body: Any) -> WebhookEndpoin
     return endpoint
 
 
-def send_test(tenant: Tenant, endpoint_id: str, body: Any) -> dict[str, Any]:
-    """Send a sample event now, once, and answer with the receiver's status code (the
-    attempt is in the delivery log like any other)."""
+async def send_test(tenant: Tenant, endpoint_id: str, body: Any) -> dict[str, Any]:
+    """Send a sample event now, once, and answer with the receiver's status code. ``success``
+    is always true, as the SDK types it ("the test request completed"): ``status_code``
+    tells how the receiver answered, and the delivery log counts only a 2xx (a redirect
+    is not followed) as delivered, as for any delivery. The receiver is called from the
+    event loop, between two short database calls: one that does not answer holds no
+    request thread, only this request, for at most WEBHOOK_TIMEOUT_S."""
+    sample = await db(_sample)(tenant, endpoint_id, body)
+    attempt = await delivery.attempt(sample)
+    await db(_record_test)(sample, attempt)
+    if attempt.status_code is None:
+        raise InvalidRequest(f"The webhook endpoint could not be reached: {attempt.error}", param="url",
+                             code="webhook_endpoint_unreachable")
+    return {"object": "webhook_endpoint.test", "webhook_endpoint_id": endpoint_id, "event_type": sample.event_type,
+            "status_code": attempt.status_code, "success": True}
+
+
+def _sample(tenant: Tenant, endpoint_id: str, body: Any) -> WebhookDelivery:
     body = json_object(body)
     event_type = body.get("event_type")
     if event_type not in EVENT_TYPES:
         raise InvalidRequest(f"'event_type' must be one of {', '.join(EVENT_TYPES)}.", param="event_type")
-    endpoint = get_endpoint(tenant, endpoint_id)
-    sample = sample_delivery(endpoint, event_type)
-    attempt = delivery.post(sample)
+    return sample_delivery(get_endpoint(tenant, endpoint_id), event_type)
+
+
+def _record_test(sample: WebhookDelivery, attempt: WebhookAttempt) -> None:
     attempt.save()
     sample.attempts = 1
     sample.status = DeliveryStatus.DELIVERED if attempt.succeeded else DeliveryStatus.FAILED
     sample.save(update_fields=["attempts", "status"])
-    if attempt.status_code is None:
-        raise InvalidRequest(f"The webhook endpoint could not be reached: {attempt.error}", param="url",
-                             code="webhook_endpoint_unreachable")
-    return {"object": "webhook_endpoint.test", "webhook_endpoint_id": endpoint.pk, "event_type": event_type,
-            "status_code": attempt.status_code, "success": True}
 
 
 def _fields(body: Any, *, required: bool) -> dict[str, Any]:

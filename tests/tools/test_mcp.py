@@ -261,9 +261,18 @@ def test_connector_id_is_refused_as_unsupported() -> None:
         _valid(connector_id="connector_dropbox")
 
 
-def test_validation_resolves_nothing() -> None:
-    # A private URL is the run-time guard's business: create-time validation never resolves.
-    assert _valid(server_url="http://10.0.0.1/mcp")["server_url"] == "http://10.0.0.1/mcp"
+@pytest.mark.parametrize("url", ["http://10.0.0.1/mcp", "http://169.254.169.254/", "http://2130706433/",
+                                 "http://127.1:8080/", "http://[::ffff:192.168.0.1]/", "http://metadata.google.internal/",
+                                 "http://LOCALHOST./mcp", "http://api.localhost/"])
+def test_a_private_address_is_refused_at_validation(url: str) -> None:
+    with pytest.raises(InvalidRequest) as error:
+        _valid(server_url=url)
+    assert (error.value.param, error.value.code) == ("tools[0].server_url", "invalid_url")
+
+
+def test_validation_resolves_no_host_name() -> None:
+    # A host name's addresses are the run-time guard's business (they may change by then).
+    assert _valid(server_url="http://mcp.internal.invalid/mcp")["server_url"] == "http://mcp.internal.invalid/mcp"
 
 
 # --- requires_approval -------------------------------------------------------------------------
@@ -349,7 +358,8 @@ def test_a_server_url_tool_sends_its_authorization_as_a_bearer_token(authed_mcp_
 
 def test_a_server_url_tool_to_a_private_address_is_refused() -> None:
     with override_settings(TOOLS_ALLOWED_PRIVATE_HOSTS=[]), pytest.raises(McpError) as error:
-        server_for_tool(1, _valid(server_url="http://169.254.169.254/mcp", authorization="tok-123456"))
+        # As a tool stored before validation refused such URLs: the run-time guard refuses it too.
+        server_for_tool(1, {**_valid(authorization="tok-123456"), "server_url": "http://169.254.169.254/mcp"})
     assert "cloud metadata" in error.value.message
     assert "tok-123456" not in error.value.message
 

@@ -4,6 +4,8 @@ import secrets
 
 from django.db import models
 
+from tools_app.sandbox.files import MAX_PATH_LENGTH
+
 
 def new_container_id() -> str:
     # OpenAI's id style, as responses_app.ids makes them (tools_app imports nothing from there).
@@ -51,7 +53,7 @@ class ContainerFile(models.Model):
     id = models.CharField(primary_key=True, max_length=64, default=new_container_file_id, editable=False)
     container = models.ForeignKey(Container, on_delete=models.CASCADE, related_name="files")
     # Relative to the work dir: "data.csv" is /mnt/data/data.csv in the sandbox.
-    path = models.CharField(max_length=1024)
+    path = models.CharField(max_length=MAX_PATH_LENGTH)
     bytes = models.PositiveBigIntegerField()
     source = models.CharField(max_length=16, choices=ContainerFileSource.choices)
     created_at = models.DateTimeField(auto_now_add=True)

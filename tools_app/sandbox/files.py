@@ -15,6 +15,8 @@ from pathlib import Path
 
 # Bounds the worker's time on a work dir that sandboxed code filled with tiny files.
 MAX_LISTED_ENTRIES = 10_000
+# The longest path a container file is stored under (ContainerFile.path).
+MAX_PATH_LENGTH = 1024
 
 Signature = tuple[int, int, int]
 
@@ -33,10 +35,24 @@ def snapshot(root: Path) -> dict[str, Signature]:
                 info = os.lstat(path)
             except OSError:
                 continue
-            if stat.S_ISREG(info.st_mode):
-                found[os.path.relpath(path, root)] = (info.st_ino, info.st_size, info.st_mtime_ns)
+            relative = os.path.relpath(path, root)
+            if stat.S_ISREG(info.st_mode) and nameable(relative):
+                found[relative] = (info.st_ino, info.st_size, info.st_mtime_ns)
         dirnames.sort()
     return found
+
+
+def nameable(relative: str) -> bool:
+    """Whether the API can name this file: model-run code may write any bytes as a name,
+    but a file is listed, stored and served only under a UTF-8 path that fits its column
+    (os.walk hands undecodable bytes over as lone surrogates, which UTF-8 refuses)."""
+    if len(relative) > MAX_PATH_LENGTH:
+        return False
+    try:
+        relative.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def changed_files(before: dict[str, Signature], after: dict[str, Signature]) -> list[str]:

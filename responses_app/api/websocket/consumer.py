@@ -13,27 +13,31 @@ session so that a reconnecting socket resumes it; ``starting_after=<response id>
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 import uuid
 from typing import Any
 from urllib.parse import parse_qs
 
+import redis.asyncio as aioredis
 from channels.generic.websocket import AsyncWebsocketConsumer
+from django.conf import settings
 
 from responses_app import quotas, services, socket_sessions, steering
+from responses_app.api.params import INT_COLUMN_MAX
 from responses_app.api.websocket.cursors import SentCursors
 from responses_app.api.websocket.lane import Lane
 from responses_app.api.websocket.messages import error_event, steer_accepted, steer_failed
+from responses_app.api.websocket.presence import SessionPresence
 from responses_app.api_keys import Caller, authenticate_bearer
 from responses_app.asyncdb import db
 from responses_app.errors import APIError, InvalidRequest, PermissionDenied, ServerError
-from responses_app.models import Response
+from responses_app.lib import json_input
+from responses_app.models import Response, ResponseSteer
 from responses_app.stream.event_log import Frames
 from responses_app.stream.sse import sse_frame
 from responses_app.validation.create import parse_create_request
-from responses_app.validation.steer import parse_steer
+from responses_app.validation.steer import SteerRequest, parse_steer
 
 log = logging.getLogger(__name__)
 # Close codes the SDK's reconnect does not retry (Autobahn, under Daphne, lets a server
@@ -64,7 +68,10 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         self.socket_id = uuid.uuid4().hex
         self.session = session or self.socket_id
         self.lanes: dict[str, Lane] = {}
-        self.sent_cursors = SentCursors(self.caller.tenant.pk, self.session)
+        self.redis = aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2)
+        self.sent_cursors = SentCursors(self.redis, self.caller.tenant.pk, self.session)
+        self.presence = SessionPresence(self.redis, self.caller.tenant.pk, self.session, self.socket_id)
+        await self.presence.join()
         self.cursors: dict[str, int] = {}
         if session:
             self.cursors = {**await self.sent_cursors.load(), **seen}
@@ -77,16 +84,22 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             return  # refused at the handshake
         for lane in self.lanes.values():
             lane.stop()
-        await db(socket_sessions.detach)(self.socket_id)
-        await self.sent_cursors.close()
+        if not await self.presence.leave():
+            await db(socket_sessions.detach)(self.caller.tenant, self.session)
+        await self.redis.aclose()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if not hasattr(self, "lanes"):
             return  # refused at the handshake: the close is on its way
         try:
-            event = json.loads(text_data if text_data is not None else bytes_data or b"")
-        except ValueError:
-            event = None
+            event = json_input.loads(text_data if text_data is not None else bytes_data or b"",
+                                     max_depth=settings.JSON_BODY_MAX_DEPTH)
+        except InvalidRequest as error:
+            if error.code == "invalid_json":
+                event = None
+            else:
+                await self.send(text_data=error_event(error))
+                return
         if not isinstance(event, dict):
             await self.send(text_data=error_event(InvalidRequest(
                 "Each message must be a JSON object: a response.create or response.steer event.",
@@ -131,12 +144,17 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         created = Frames(sse_frame(response.created_event), last_sequence_number=0, ends=False)
         self._lane(stream_id).follow(response.pk, created)
 
-    def _create_response(self, body: dict[str, Any], stream_id: str) -> Response:
-        """In a database thread: what ``POST /v1/responses`` does, for this socket's lane."""
+    def _writer(self, action: str) -> Caller:
+        """The socket's key as it stands now (a revoked key stops at once), when it may write."""
         caller = authenticate_bearer(self.authorization)
         if not caller.can_write:
-            raise PermissionDenied("This API key is read-only: it may not create responses.",
+            raise PermissionDenied(f"This API key is read-only: it may not {action}.",
                                    code="insufficient_permissions")
+        return caller
+
+    def _create_response(self, body: dict[str, Any], stream_id: str) -> Response:
+        """In a database thread: what ``POST /v1/responses`` does, for this socket's lane."""
+        caller = self._writer("create responses")
         request = parse_create_request({**body, "stream": True})
         quotas.check_requests_per_minute(caller.tenant)
         request.socket_session, request.stream_id, request.socket_id = self.session, stream_id, self.socket_id
@@ -153,8 +171,10 @@ class ResponsesSocket(AsyncWebsocketConsumer):
                                                    stream_id=None))
             return
         try:
-            steer = await db(steering.accept_steer)(self.caller.tenant, self.session, request.previous_response_id,
-                                                    request.input, request.input_items)
+            steer = await db(self._accept_steer)(request)
+        except APIError as error:
+            await self.send(text_data=error_event(error))
+            return
         except steering.SteerRefused as refused:
             known = refused.response
             await self.send(text_data=steer_failed(
@@ -164,6 +184,13 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             return
         await self.send(text_data=steer_accepted(steer, steer.response.last_sequence_number,
                                                  steer.response.stream_id))
+
+    def _accept_steer(self, request: SteerRequest) -> ResponseSteer:
+        """In a database thread: steering ends a response and makes its successor, so it
+        needs a key that may write, checked as it stands now."""
+        caller = self._writer("steer responses")
+        return steering.accept_steer(caller.tenant, self.session, request.previous_response_id, request.input,
+                                     request.input_items)
 
 
 def _query(query_string: str) -> tuple[str, dict[str, int]]:
@@ -177,6 +204,9 @@ def _query(query_string: str) -> tuple[str, dict[str, int]]:
         response_id, _, number = value.rpartition(":")
         if not response_id or not number.lstrip("-").isdigit():
             raise InvalidRequest(f"Invalid 'starting_after' {value!r}: expected '<response id>:<sequence number>'.",
+                                 param="starting_after")
+        if int(number) > INT_COLUMN_MAX:
+            raise InvalidRequest(f"Invalid 'starting_after' {value!r}: the sequence number is too large.",
                                  param="starting_after")
         seen[response_id] = int(number)
     if seen and not session:

@@ -14,9 +14,9 @@ log = logging.getLogger(__name__)
 
 
 class SentCursors:
-    def __init__(self, tenant_id: int, session: str) -> None:
+    def __init__(self, client: aioredis.Redis, tenant_id: int, session: str) -> None:
         self._key = f"responses:ws:sent:{tenant_id}:{session}"
-        self._client = aioredis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=2)
+        self._client = client
 
     async def load(self) -> dict[str, int]:
         try:
@@ -33,6 +33,3 @@ class SentCursors:
                     self._key, settings.WS_CURSOR_TTL_S).execute()
         except Exception as error:  # noqa: BLE001
             log.warning("could not record the sent cursor of %s: %s", response_id, error)
-
-    async def close(self) -> None:
-        await self._client.aclose()

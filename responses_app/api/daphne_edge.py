@@ -1,0 +1,102 @@
+"""Refusals that Daphne must make before it reads a request's body.
+
+Daphne (over Twisted) reads a whole body, to memory or a temporary file, before the ASGI
+application sees the request, and Twisted parses a multipart body itself, answering a
+malformed one with a bare 400. So what cannot wait is decided here, on the request line
+and headers, in Daphne's request class (``install`` swaps it in; Daphne looks the class
+up for each connection):
+
+- a Content-Length over the limit (edge.body_limit), or a chunked body that grows past
+  it: 413 in OpenAI's shape, and the rest of the upload is discarded unread;
+- a /v1 request with a body and no well-formed API key: 401, before any of the body;
+- Twisted's own form and multipart parsing is skipped: Django parses the body, and
+  answers a malformed one in OpenAI's shape.
+
+A refusal closes the connection the way browsers and HTTP clients can read: the answer,
+then the write side closed, the client's remaining upload read and dropped for at most
+LINGER_S (closing at once would reset the connection, and the client could lose the answer).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import parse_qs
+
+from daphne import http_protocol
+from twisted.internet import reactor
+from twisted.web import http
+
+from responses_app.api.edge import body_limit
+from responses_app.api_keys import parse_bearer
+from responses_app.errors import APIError, AuthenticationFailed, RequestTooLarge
+
+API_PREFIX = b"/v1/"
+LINGER_S = 5.0
+REASONS = {401: b"Unauthorized", 413: b"Content Too Large"}
+
+
+class EdgeWebRequest(http_protocol.WebRequest):
+    _refused = False
+    _body_bytes = 0
+    _body_limit = 0
+
+    def gotLength(self, length: int | None) -> None:  # noqa: N802 (Twisted's name)
+        # Called once the headers are in and before any of the body.
+        if not isinstance(self.channel, http.HTTPChannel):  # HTTP/2 (TLS only): left as it is
+            return super().gotLength(length)
+        headers = {name.lower(): values[-1] for name, values in self.requestHeaders.getAllRawHeaders()}
+        self._body_limit = body_limit(headers)
+        if length is not None and length > self._body_limit:
+            return self._refuse(RequestTooLarge(f"The request body ({length} bytes) is larger than "
+                                                f"{self._body_limit} bytes."))
+        path = getattr(self.channel, "_path", b"")
+        if length != 0 and path.startswith(API_PREFIX):
+            try:
+                parse_bearer(headers.get(b"authorization", b"").decode("latin-1"))
+            except AuthenticationFailed as error:
+                return self._refuse(error)
+        return super().gotLength(length)
+
+    def handleContentChunk(self, data: bytes) -> None:  # noqa: N802
+        if self._refused:
+            return
+        self._body_bytes += len(data)
+        if self._body_limit and self._body_bytes > self._body_limit:  # a chunked body has no length to check
+            return self._refuse(RequestTooLarge(f"The request body is larger than {self._body_limit} bytes."))
+        return super().handleContentChunk(data)
+
+    def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:  # noqa: N802
+        # Twisted's requestReceived without its form and multipart parsing (Daphne passes
+        # the raw body on and never reads ``args``' form values).
+        if self._refused:
+            return
+        self.content.seek(0, 0)
+        self.method, self.uri, self.clientproto = command, path, version
+        self.path, _, query = path.partition(b"?")
+        self.args = parse_qs(query, 1) if query else {}
+        self.process()
+
+    def _refuse(self, error: APIError) -> None:
+        self._refused = True
+        # Twisted sends "100 Continue" right after gotLength when the client asked for it.
+        self.requestHeaders.removeHeader(b"expect")
+        body = json.dumps(error.body()).encode()
+        extra = b"".join(b"%s: %s\r\n" % (name.encode(), value.encode()) for name, value in error.headers().items())
+        # Written raw: the request line is not parsed into method and version yet, and
+        # Request.finish would put the channel back to reading the next request.
+        transport: Any = self.channel.transport
+        transport.write(b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                        b"Connection: close\r\n%s\r\n%s" % (error.status_code, REASONS[error.status_code],
+                                                             len(body), extra, body))
+        if not hasattr(transport, "loseWriteConnection"):
+            self.channel.loseConnection()
+            return
+        self.channel.dataReceived = lambda data: None
+        transport.loseWriteConnection()
+        reactor.callLater(LINGER_S, transport.abortConnection)
+
+
+def install() -> None:
+    """Make Daphne build its requests with EdgeWebRequest (idempotent)."""
+    http_protocol.WebRequest = EdgeWebRequest

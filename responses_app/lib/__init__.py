@@ -1,0 +1,1 @@
+"""Small helpers that carry no Responses vocabulary."""
