@@ -137,13 +137,13 @@ def test_a_foreground_response_whose_socket_went_away_is_cancelled_after_the_gra
 
     settings.WS_RESUME_GRACE_S = 0
     foreground, background = on_lane(tenant), on_lane(tenant, stream_id="b", background=True)
-    socket_sessions.detach("socket-1")
+    socket_sessions.detach(tenant, SESSION)
     assert services.cancel_detached() == 1
     assert Response.objects.get(pk=foreground.pk).status == ResponseStatus.CANCELLED
     assert Response.objects.get(pk=background.pk).status == ResponseStatus.QUEUED
     # A socket that resumes the session in time takes the responses back.
     again = on_lane(tenant, stream_id="c")
-    socket_sessions.detach("socket-1")
+    socket_sessions.detach(tenant, SESSION)
     starts = socket_sessions.resume(tenant, SESSION, "socket-2", seen={})
     assert {s.response_id for s in starts} == {background.pk, again.pk}
     assert services.cancel_detached() == 0

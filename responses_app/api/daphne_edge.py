@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import parse_qs
 
 from daphne import http_protocol
 from twisted.internet import reactor
@@ -74,7 +73,7 @@ class EdgeWebRequest(http_protocol.WebRequest):
         self.content.seek(0, 0)
         self.method, self.uri, self.clientproto = command, path, version
         self.path, _, query = path.partition(b"?")
-        self.args = parse_qs(query, 1) if query else {}
+        self.args = http.parse_qs(query, 1) if query else {}
         self.process()
 
     def _refuse(self, error: APIError) -> None:

@@ -359,6 +359,30 @@ CONVERSATION_ITEM_DELETE = extend_schema(
     responses={200: OpenApiResponse(ref("Conversation"))})
 
 
+# OpenAPI links: what a create's answer lets a client call next (schemathesis follows them
+# in its stateful run). The create's operation, the parameters it fills, the operations.
+LINKS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
+    "createResponse": ({"response_id": "$response.body#/id"},
+                       ("retrieveResponse", "cancelResponse", "listInputItems", "deleteResponse")),
+    "createConversation": ({"conversation_id": "$response.body#/id"},
+                           ("retrieveConversation", "updateConversation", "createConversationItems",
+                            "listConversationItems", "deleteConversation")),
+    "createConversationItems": ({"conversation_id": "$request.path.conversation_id",
+                                 "item_id": "$response.body#/data/0/id"},
+                                ("retrieveConversationItem", "deleteConversationItem")),
+    "createContainer": ({"container_id": "$response.body#/id"},
+                        ("retrieveContainer", "createContainerFile", "listContainerFiles", "deleteContainer")),
+    "createContainerFile": ({"container_id": "$request.path.container_id", "file_id": "$response.body#/id"},
+                            ("retrieveContainerFile", "retrieveContainerFileContent", "deleteContainerFile")),
+    "createWebhookEndpoint": ({"webhook_endpoint_id": "$response.body#/id"},
+                              ("retrieveWebhookEndpoint", "updateWebhookEndpoint", "rotateWebhookEndpointSecret",
+                               "testWebhookEndpoint", "deleteWebhookEndpoint")),
+    "createScheduledResponse": ({"scheduled_response_id": "$response.body#/id"},
+                                ("retrieveScheduledResponse", "updateScheduledResponse",
+                                 "listScheduledResponseRuns", "deleteScheduledResponse")),
+}
+
+
 class ApiKeyScheme(OpenApiAuthenticationExtension):
     target_class = "responses_app.api.authentication.ApiKeyAuthentication"
     name = "ApiKey"
@@ -369,15 +393,27 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
 
 def add_sdk_schemas_and_errors(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: the SDK's schemas become components, and every
-    operation's errors are the ``default`` response in the Error shape."""
+    operation's errors are the ``default`` response in the Error shape, and each create links
+to what its answer lets a client call next."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(sdk_components())
+    for schema in schemas.values():
+        # The SDK types a page's first_id and last_id as strings; an empty page has neither
+        # and sends null (as OpenAI does), so the document says so.
+        for name in ("first_id", "last_id"):
+            cursor = schema.get("properties", {}).get(name)
+            if cursor is not None and cursor.get("type") == "string":
+                cursor["type"] = ["string", "null"]
     schemas["Error"] = ERROR
     error = {"description": "An error in OpenAI's shape (4xx, 5xx).",
              "content": {"application/json": {"schema": ref("Error")}}}
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
             operation["responses"]["default"] = error
+            if operation.get("operationId") in LINKS:
+                parameters, targets = LINKS[operation["operationId"]]
+                operation["responses"]["200"]["links"] = {
+                    target: {"operationId": target, "parameters": parameters} for target in targets}
     return result
 
 

@@ -2,8 +2,9 @@
 
 Python's parser accepts what the databases, harmony and the renderers cannot: lone
 surrogates (``"\\ud800"``, which no UTF-8 encoder writes), NUL characters (which
-PostgreSQL refuses in text) and nesting deep enough to exhaust the recursion of any
-recursive step (the parser itself, JSON Schema checks, the encoders). Each is refused
+PostgreSQL refuses in text), ``NaN`` and ``Infinity`` (not JSON, and refused by
+PostgreSQL's jsonb) and nesting deep enough to exhaust the recursion of any recursive
+step (the parser itself, JSON Schema checks, the encoders). Each is refused
 here, with the path of the offending value, so that nothing behind the edge has to care.
 """
 
@@ -23,7 +24,7 @@ UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 def loads(data: bytes | str, *, max_depth: int) -> Any:
     """``data`` parsed, or a 400 that says what is wrong and where."""
     try:
-        value = json.loads(data)
+        value = json.loads(data, parse_constant=_no_constant)
     except RecursionError:
         raise too_deep(max_depth) from None
     except (ValueError, UnicodeDecodeError) as error:
@@ -31,6 +32,10 @@ def loads(data: bytes | str, *, max_depth: int) -> Any:
                              code="invalid_json") from error
     check(value, max_depth=max_depth)
     return value
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def check(value: Any, *, max_depth: int) -> None:
@@ -55,11 +60,12 @@ def check(value: Any, *, max_depth: int) -> None:
 
 
 def param_path(path: tuple[str | int, ...]) -> str | None:
-    """``('input', 0, 'content')`` as OpenAI names it: ``input[0].content``."""
+    """``('input', 0, 'content')`` as OpenAI names it: ``input[0].content`` (a key that holds
+    an unstorable character is named with U+FFFD in its place)."""
     text = ""
     for part in path:
         text += f"[{part}]" if isinstance(part, int) else f".{part}" if text else str(part)
-    return text or None
+    return UNSTORABLE.sub("\ufffd", text) or None
 
 
 def too_deep(max_depth: int, path: tuple[str | int, ...] = ()) -> InvalidRequest:

@@ -51,6 +51,9 @@ UNSUPPORTED_ITEM_TYPES = frozenset(
 UNSUPPORTED_PARAMETERS = ("prompt", "context_management")
 COMPLETION_WINDOWS = ("soonest", "2h", "8h")
 MAX_CONTINUATION_ID = 256
+# The largest integer parameter (token counts and the like): what an integer column and
+# the engines' 32-bit counters hold.
+MAX_INTEGER = 2**31 - 1
 # Item ids are stored in columns of 64 characters (InputItem, ConversationItem).
 MAX_ITEM_ID_LENGTH = 64
 INCLUDE_VALUES = frozenset(
@@ -276,6 +279,9 @@ def _optional_int(body: dict, name: str, minimum: int) -> int | None:
     if value < minimum:
         raise InvalidRequest(f"'{name}' must be at least {minimum}, got {value}.", param=name,
                              code="integer_below_min_value")
+    if value > MAX_INTEGER:
+        raise InvalidRequest(f"'{name}' must be at most {MAX_INTEGER}, got {value}.", param=name,
+                             code="integer_above_max_value")
     return value
 
 

@@ -113,3 +113,18 @@ def of_response(events: list[dict[str, Any]], response_id: str) -> list[dict[str
                  and e["response"]["id"] == response_id)
     end = next(i for i in range(start, len(events)) if events[i]["type"] in TERMINAL_EVENTS)
     return events[start:end + 1]
+
+
+# --- the OpenAPI document's fuzzing ---------------------------------------------------------
+
+# A valid body of each create that a link starts from (the webhook endpoint's url is the test's receiver).
+VALID_CREATES: dict[str, dict[str, Any]] = {
+    "POST /v1/responses": {"model": "echo", "input": "Hi", "background": True},
+    "POST /v1/conversations": {"items": [{"role": "user", "content": "Hi"}]},
+    "POST /v1/conversations/{conversation_id}/items": {"items": [{"type": "message", "role": "user",
+                                                                  "content": "And then?"}]},
+    "POST /v1/containers": {"name": "stateful"},
+    "POST /v1/webhook_endpoints": {"name": "stateful", "event_types": ["response.completed"]},
+    "POST /v1/scheduled_responses": {"name": "stateful", "schedule": {"every_seconds": 3600},
+                                     "request": {"model": "echo", "input": "Hi"}},
+}

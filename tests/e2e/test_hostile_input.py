@@ -155,8 +155,17 @@ def error_param(depth: int) -> str | None:
 def test_text_that_cannot_be_stored_is_a_400_naming_it(http, tenant, bad, body, param):
     before = tenant_row_counts(tenant)
     text = json.dumps({"model": "echo", **body}).replace("{bad}", json.dumps(bad)[1:-1])
-    error = assert_openai_error(post_raw(http, "/responses", text), 400, param.replace("{bad}", bad))
+    error = assert_openai_error(post_raw(http, "/responses", text), 400, param.replace("{bad}", "a\ufffdb"))
     assert error["code"] == "invalid_text"
+    assert tenant_row_counts(tenant) == before
+
+
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+def test_numbers_that_are_not_json_are_a_400(http, tenant, constant):
+    before = tenant_row_counts(tenant)
+    tool = {"type": "function", "name": "f", "parameters": {"type": "object", "maximum": "CONSTANT"}}
+    text = json.dumps({"model": "echo", "input": "Hi", "tools": [tool]}).replace('"CONSTANT"', constant)
+    assert assert_openai_error(post_raw(http, "/responses", text), 400)["code"] == "invalid_json"
     assert tenant_row_counts(tenant) == before
 
 
@@ -173,6 +182,11 @@ def test_an_input_item_id_longer_than_its_column_is_a_400(http, tenant):
                                   "/scheduled_responses?after=%00", "/conversations/conv_1/items?after=%00"])
 def test_a_nul_in_the_url_is_a_400(http, path):
     assert assert_openai_error(http.get(path), 400)["code"] == "invalid_url"
+
+
+def test_a_query_with_non_ascii_text_is_read_as_utf8(http):
+    page = http.get("/containers", params={"name": "café ☕"})
+    assert page.status_code == 200 and page.json()["data"] == []
 
 
 def test_starting_after_beyond_any_sequence_number_is_a_400_on_a_running_response(http):
@@ -234,6 +248,29 @@ def test_a_schedule_out_of_range_is_a_400_and_the_list_stays_readable(http, sche
     body = {"name": "hostile", "schedule": schedule, "request": {"model": "echo", "input": "Hi"}}
     assert_openai_error(http.post("/scheduled_responses", json=body), 400, param)
     assert http.get("/scheduled_responses").status_code == 200
+
+
+def test_a_schedule_stored_past_the_year_9999_is_repaired_by_the_migration(http):
+    from importlib import import_module
+
+    from django.apps import apps
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite keeps the time as given and reads it back")
+    body = {"name": "far", "schedule": {"at": "2999-01-01T00:00:00Z"}, "request": {"model": "echo", "input": "Hi"}}
+    schedule = http.post("/scheduled_responses", json=body).json()["id"]
+    with connection.cursor() as cursor:  # what an unchecked create stored before
+        cursor.execute("UPDATE django_celery_beat_clockedschedule SET clocked_time = '10000-01-01 00:20:00+00' "
+                       "WHERE id IN (SELECT clocked_id FROM django_celery_beat_periodictask WHERE id = "
+                       "(SELECT periodic_task_id FROM responses_app_scheduledresponse WHERE id = %s))", [schedule])
+    assert http.get("/scheduled_responses").status_code == 500  # poisoned
+    repair = import_module("responses_app.migrations.0007_repair_unservable_items").repair_schedules
+    with connection.schema_editor() as editor:
+        repair(apps, editor)
+    assert http.get("/scheduled_responses").status_code == 200
+    assert http.get(f"/scheduled_responses/{schedule}").json()["enabled"] is False
+    assert http.delete(f"/scheduled_responses/{schedule}").status_code == 200
 
 
 def test_stored_items_that_could_not_be_served_are_repaired_by_the_migration():

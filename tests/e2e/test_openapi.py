@@ -4,7 +4,12 @@ read-write key, and checks that none is a 5xx, hangs, or answers outside the doc
 
 from __future__ import annotations
 
+import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -14,6 +19,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
+from responses_app.api.openapi import LINKS
+from tests.e2e.helpers import VALID_CREATES
 from tests.e2e.webhook_receiver import Receiver
 from tests.live import LiveStack
 
@@ -21,6 +28,10 @@ pytestmark = pytest.mark.core
 
 # Bounded so that `make test` stays within CI's limit: examples per operation and phase.
 MAX_EXAMPLES = 25
+STATEFUL_EXAMPLES = 60
+# Generated requests per mode for each operation a link leads to.
+CHAIN_EXAMPLES = 5
+ROOT = Path(__file__).resolve().parents[2]
 REQUEST_TIMEOUT_S = 30
 # What schemathesis checks beyond the defaults, and the one default left out: the SDK's
 # create parameters include tools, items and options this server refuses by name with a
@@ -182,3 +193,106 @@ def test_every_operation_keeps_to_the_document(stack: LiveStack, alice, alice_ke
     assert statuses, "no request was sent"
     if mode is GenerationMode.POSITIVE:
         assert 200 in statuses, f"no valid request to {label} succeeded: {sorted(set(statuses))}"
+
+
+
+
+def test_an_empty_page_keeps_to_the_document(stack: LiveStack, alice, alice_key: str):
+    schema = schemathesis.openapi.from_url(f"{stack.base_url}/openapi.json")
+    conversation = alice.conversations.create().id
+    page = schema.find_operation_by_id("listConversationItems").Case(
+        path_parameters={"conversation_id": conversation}).call_and_validate(
+        headers={"Authorization": f"Bearer {alice_key}"}, timeout=REQUEST_TIMEOUT_S, excluded_checks=EXCLUDED_CHECKS)
+    assert page.json()["data"] == [] and page.json()["first_id"] is None
+
+
+def link_values(parameters: dict[str, str], path: dict[str, str], body: Any) -> dict[str, str]:
+    """The values of a link's runtime expressions ($request.path.<name>, $response.body#<pointer>)."""
+    values = {}
+    for name, expression in parameters.items():
+        if expression.startswith("$request.path."):
+            values[name] = path[expression.removeprefix("$request.path.")]
+        else:
+            value = body
+            for part in expression.removeprefix("$response.body#/").split("/"):
+                value = value[int(part)] if isinstance(value, list) else value[part]
+            values[name] = value
+    return values
+
+
+@pytest.mark.parametrize("create", sorted(LINKS))
+def test_each_create_s_links_lead_to_operations_that_keep_to_the_document(
+        stack: LiveStack, alice, alice_key: str, create: str, request: pytest.FixtureRequest, db_access):
+    """Every link of the document, followed: a create (a valid body), each operation it links
+    to on the created object (the link's own parameters, then generated requests, valid and
+    invalid), the delete, and the reads again (now 404), every answer checked against the
+    document (schema, status, content type) and none a 5xx."""
+    schema = schemathesis.openapi.from_url(f"{stack.base_url}/openapi.json")
+    receiver = Receiver()
+    request.addfinalizer(receiver.close)
+    request.addfinalizer(remove_jobs_of_alice)
+    headers = {"Authorization": f"Bearer {alice_key}"}
+    under = {"createConversationItems": {"conversation_id": lambda: alice.conversations.create().id},
+             "createContainerFile": {"container_id": lambda: alice.containers.create(name="chain").id}}
+    parent = {name: make() for name, make in under.get(create, {}).items()}
+    operation = schema.find_operation_by_id(create)
+    body = ({"file": b"chained"} if create == "createContainerFile"
+            else {**VALID_CREATES[operation.label], **({"url": receiver.url} if "webhook" in operation.label else {})})
+    created = operation.Case(path_parameters=parent, body=body).call_and_validate(
+        headers=headers, timeout=REQUEST_TIMEOUT_S, excluded_checks=EXCLUDED_CHECKS)
+    assert created.status_code == 200, created.text
+    parameters, targets = LINKS[create]
+    linked = link_values(parameters, parent, created.json())
+
+    def call(target: str, **case: Any) -> Any:
+        return schema.find_operation_by_id(target).Case(path_parameters=linked, **case).call_and_validate(
+            headers=headers, timeout=REQUEST_TIMEOUT_S, excluded_checks=EXCLUDED_CHECKS)
+
+    reads = [target for target in targets if schema.find_operation_by_id(target).method.upper() == "GET"]
+    for target in reads:
+        assert call(target).status_code == 200, target
+    *others, delete = targets
+    for target in others:
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            generated(schema.find_operation_by_id(target), linked, mode, headers, receiver.url)
+    assert call(delete).status_code == 200
+    for target in reads:
+        assert call(target).status_code == 404, target
+
+
+def generated(operation: schemathesis.APIOperation, linked: dict[str, str], mode: GenerationMode,
+              headers: dict[str, str], receiver_url: str) -> None:
+    cases = operation.as_strategy(generation_mode=mode, path_parameters=linked)
+    if operation.label.startswith("POST /v1/webhook_endpoints"):
+        cases = cases.map(with_a_served_endpoint(receiver_url))
+
+    @given(case=cases)
+    @settings(max_examples=CHAIN_EXAMPLES, deadline=None, database=None, derandomize=True,
+              suppress_health_check=list(HealthCheck))
+    def keeps_to_the_document(case: schemathesis.Case) -> None:
+        case.call_and_validate(headers=headers, timeout=REQUEST_TIMEOUT_S, excluded_checks=EXCLUDED_CHECKS)
+
+    keeps_to_the_document()
+
+
+def test_the_stateful_run_follows_every_link_with_no_server_error_and_no_violation(
+        stack: LiveStack, alice_key: str, request: pytest.FixtureRequest, tmp_path, db_access):
+    """Schemathesis' stateful phase (its own engine, from the command line): chains of calls
+    that it draws along the document's links, every answer checked against the document,
+    with the defaults' checks but positive_data_acceptance (see EXCLUDED_CHECKS)."""
+    receiver = Receiver()
+    request.addfinalizer(receiver.close)
+    request.addfinalizer(remove_jobs_of_alice)
+    calls = tmp_path / "calls.ndjson"
+    env = {**os.environ, "SCHEMATHESIS_HOOKS": "tests.e2e.schemathesis_hooks", "PYTHONPATH": str(ROOT),
+           "HOOKS_RECEIVER_URL": receiver.url, "HOOKS_CALL_LOG": str(calls)}
+    run = subprocess.run(
+        [str(Path(sys.executable).parent / "st"), "run", f"{stack.base_url}/openapi.json", "--phases", "stateful",
+         "-H", f"Authorization: Bearer {alice_key}", "--exclude-checks", "positive_data_acceptance",
+         "--max-examples", str(STATEFUL_EXAMPLES), "--seed", "1", "--request-timeout", str(REQUEST_TIMEOUT_S),
+         "--workers", "1", "--no-color"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
+    answered = [json.loads(line) for line in calls.read_text().splitlines()]
+    assert answered and all(call["status"] < 500 for call in answered)
+    # Its engine picks its own chains; that each link is followed at least once is the test above.
+    assert any(call["status"] < 300 and call["operation_id"] in LINKS for call in answered)
