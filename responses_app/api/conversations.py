@@ -62,7 +62,7 @@ class ConversationItemsView(ApiView):
         query = request.query_params
         after, limit, order = page_params(query, orders=True, extra=("include", "include[]"))
         page = await db(store.items_page)(request.user.tenant, conversation_id, after=after, limit=limit, order=order,
-                                          include=include_param(query))
+                                          include=include_param(query, "after", "limit", "order"))
         return JsonResponse(page)
 
 

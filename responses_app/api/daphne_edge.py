@@ -8,7 +8,11 @@ up for each connection):
 
 - a Content-Length over the limit (edge.body_limit), or a chunked body that grows past
   it: 413 in OpenAI's shape, and the rest of the upload is discarded unread;
-- a /v1 request with a body and no well-formed API key: 401, before any of the body;
+- a /v1 request with a body and no well-formed API key: 401, before any of the body; a
+  body over UNCHECKED_BODY_BYTES (or of unknown length) waits, unread, for its key to be
+  looked up (in a thread of the reactor's pool), so that a client without a valid key can
+  make the server read at most that much (smaller bodies are read and the API's own
+  authentication refuses them, which spares a create a second lookup);
 - Twisted's own form and multipart parsing is skipped: Django parses the body, and
   answers a malformed one in OpenAI's shape.
 
@@ -23,15 +27,19 @@ import json
 from typing import Any
 
 from daphne import http_protocol
+from django.db import close_old_connections
 from twisted.internet import reactor
+from twisted.internet.threads import deferToThread
+from twisted.python.failure import Failure
 from twisted.web import http
 
 from responses_app.api.edge import body_limit
-from responses_app.api_keys import parse_bearer
+from responses_app.api_keys import authenticate_bearer, parse_bearer
 from responses_app.errors import APIError, AuthenticationFailed, RequestTooLarge
 
 API_PREFIX = b"/v1/"
 LINGER_S = 5.0
+UNCHECKED_BODY_BYTES = 64 * 1024
 REASONS = {401: b"Unauthorized", 413: b"Content Too Large"}
 
 
@@ -39,6 +47,12 @@ class EdgeWebRequest(http_protocol.WebRequest):
     _refused = False
     _body_bytes = 0
     _body_limit = 0
+    # While the key of a large body is looked up: the transport is paused, and what was
+    # already read of the body, and a request that was already whole, wait here.
+    _key_pending = False
+    _held: list[bytes]
+    _whole: tuple[bytes, bytes, bytes] | None = None
+    _expects_continue = False
 
     def gotLength(self, length: int | None) -> None:  # noqa: N802 (Twisted's name)
         # Called once the headers are in and before any of the body.
@@ -51,10 +65,13 @@ class EdgeWebRequest(http_protocol.WebRequest):
                                                 f"{self._body_limit} bytes."))
         path = getattr(self.channel, "_path", b"")
         if length != 0 and path.startswith(API_PREFIX):
+            authorization = headers.get(b"authorization", b"").decode("latin-1")
             try:
-                parse_bearer(headers.get(b"authorization", b"").decode("latin-1"))
+                parse_bearer(authorization)
             except AuthenticationFailed as error:
                 return self._refuse(error)
+            if length is None or length > UNCHECKED_BODY_BYTES:
+                self._check_key_first(authorization)
         return super().gotLength(length)
 
     def handleContentChunk(self, data: bytes) -> None:  # noqa: N802
@@ -63,6 +80,9 @@ class EdgeWebRequest(http_protocol.WebRequest):
         self._body_bytes += len(data)
         if self._body_limit and self._body_bytes > self._body_limit:  # a chunked body has no length to check
             return self._refuse(RequestTooLarge(f"The request body is larger than {self._body_limit} bytes."))
+        if self._key_pending:
+            self._held.append(data)  # what the last read brought, before the pause took effect
+            return None
         return super().handleContentChunk(data)
 
     def requestReceived(self, command: bytes, path: bytes, version: bytes) -> None:  # noqa: N802
@@ -70,11 +90,40 @@ class EdgeWebRequest(http_protocol.WebRequest):
         # the raw body on and never reads ``args``' form values).
         if self._refused:
             return
+        if self._key_pending:
+            self._whole = (command, path, version)
+            return
         self.content.seek(0, 0)
         self.method, self.uri, self.clientproto = command, path, version
         self.path, _, query = path.partition(b"?")
         self.args = http.parse_qs(query, 1) if query else {}
         self.process()
+
+    def _check_key_first(self, authorization: str) -> None:
+        self._key_pending, self._held = True, []
+        # The client is told to send its body ("100 Continue") once its key is known.
+        self._expects_continue = self.requestHeaders.hasHeader(b"expect") and self.channel._version == b"HTTP/1.1"
+        self.requestHeaders.removeHeader(b"expect")
+        self.channel.transport.pauseProducing()
+        deferToThread(_key_refusal, authorization).addBoth(self._key_checked)
+
+    def _key_checked(self, refusal: APIError | Failure | None) -> None:
+        self._key_pending = False
+        if self._refused or getattr(self, "_disconnected", False):
+            return
+        if isinstance(refusal, APIError):
+            return self._refuse(refusal)
+        # A valid key, or a lookup that failed (the database is down): the API decides, as
+        # for any request, once the body is in.
+        if self._expects_continue and self._whole is None:
+            self.channel.transport.write(b"HTTP/1.1 100 Continue\r\n\r\n")
+        held, self._held = self._held, []
+        for data in held:
+            http_protocol.WebRequest.handleContentChunk(self, data)
+        self.channel.transport.resumeProducing()
+        if self._whole is not None:
+            self.requestReceived(*self._whole)
+        return None
 
     def _refuse(self, error: APIError) -> None:
         self._refused = True
@@ -92,8 +141,19 @@ class EdgeWebRequest(http_protocol.WebRequest):
             self.channel.loseConnection()
             return
         self.channel.dataReceived = lambda data: None
+        transport.resumeProducing()  # paused while a key was looked up: the rest is read and dropped
         transport.loseWriteConnection()
         reactor.callLater(LINGER_S, transport.abortConnection)
+
+
+def _key_refusal(authorization: str) -> APIError | None:
+    """In a thread of the reactor's pool: why the key is refused, or None."""
+    close_old_connections()
+    try:
+        authenticate_bearer(authorization)
+    except AuthenticationFailed as error:
+        return error
+    return None
 
 
 def install() -> None:

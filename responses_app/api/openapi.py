@@ -394,7 +394,7 @@ class ApiKeyScheme(OpenApiAuthenticationExtension):
 def add_sdk_schemas_and_errors(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
     """drf-spectacular postprocessing hook: the SDK's schemas become components, and every
     operation's errors are the ``default`` response in the Error shape, and each create links
-to what its answer lets a client call next."""
+    to what its answer lets a client call next."""
     schemas = result.setdefault("components", {}).setdefault("schemas", {})
     schemas.update(sdk_components())
     for schema in schemas.values():

@@ -10,7 +10,7 @@ from rest_framework.request import Request
 
 from responses_app.errors import InvalidRequest
 from responses_app.lib import json_input
-from responses_app.validation.create import SUPPORTED_INCLUDE_VALUES
+from responses_app.validation.create import MAX_INTEGER, SUPPORTED_INCLUDE_VALUES
 
 
 def json_body(request: Request) -> Any:
@@ -23,10 +23,7 @@ def json_body(request: Request) -> Any:
 def page_params(query: QueryDict, *, orders: bool = False, extra: tuple[str, ...] = ()) -> tuple[str | None, int, str]:
     """(after, limit, order) of a list endpoint; any other query parameter but ``extra``
     (the endpoint reads those itself) is a 400."""
-    allowed = ("after", "limit", "order", *extra) if orders else ("after", "limit", *extra)
-    for name in query:
-        if name not in allowed:
-            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
+    known_query(query, ("after", "limit", "order", *extra) if orders else ("after", "limit", *extra))
     limit = int_param(query, "limit", minimum=1, maximum=100) or 20
     return query.get("after"), limit, order_param(query) if orders else "desc"
 
@@ -40,12 +37,9 @@ def bool_param(query: QueryDict, name: str) -> bool:
     raise InvalidRequest(f"Invalid value for '{name}': {value!r}; expected true or false.", param=name)
 
 
-# The largest value of an integer column (sequence numbers, positions): a number beyond it
-# cannot be compared with one in PostgreSQL, so it is a 400 here rather than an overflow later.
-INT_COLUMN_MAX = 2**31 - 1
-
-
-def int_param(query: QueryDict, name: str, minimum: int, maximum: int = INT_COLUMN_MAX) -> int | None:
+def int_param(query: QueryDict, name: str, minimum: int, maximum: int = MAX_INTEGER) -> int | None:
+    """``name`` as an integer within its bounds (by default an integer column's, so that a
+    cursor such as ``starting_after`` is a 400 here rather than an overflow in a query)."""
     value = query.get(name)
     if value is None:
         return None
@@ -66,8 +60,17 @@ def order_param(query: QueryDict) -> str:
     return order
 
 
-def include_param(query: QueryDict) -> list[str]:
-    """``include[]=`` (or ``include=``) values, each one this server supports."""
+def known_query(query: QueryDict, names: tuple[str, ...]) -> None:
+    """A 400 for any query parameter but ``names``, as for an unknown body field."""
+    for name in query:
+        if name not in names:
+            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
+
+
+def include_param(query: QueryDict, *others: str) -> list[str]:
+    """``include[]=`` (or ``include=``) values, each one this server supports; any query
+    parameter but those and ``others`` (the endpoint reads them itself) is a 400."""
+    known_query(query, ("include", "include[]", *others))
     values = query.getlist("include[]") + query.getlist("include")
     for value in values:
         if value not in SUPPORTED_INCLUDE_VALUES:

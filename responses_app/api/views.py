@@ -65,9 +65,10 @@ class ResponseView(ApiView):
 
     @openapi.RETRIEVE
     async def get(self, request: Request, response_id: str) -> HttpResponseBase:
+        # include_obfuscation: the SDK's; a hint this server has nothing to do with (it pads no deltas).
+        include = include_param(request.query_params, "stream", "starting_after", "include_obfuscation")
         stream = bool_param(request.query_params, "stream")
         starting_after = int_param(request.query_params, "starting_after", minimum=-1)
-        include = include_param(request.query_params)
         response = await db(selectors.get_response)(request.user.tenant, response_id)
         if not stream:
             if starting_after is not None:
@@ -116,7 +117,7 @@ class InputItemsView(ApiView):
         query = request.query_params
         limit = int_param(query, "limit", minimum=1, maximum=100) or 20
         order = order_param(query)
-        if include_param(query):
+        if include_param(query, "after", "limit", "order"):
             raise InvalidRequest("include is not supported for input items.", param="include")
         response = await db(selectors.get_response)(request.user.tenant, response_id)
         page = await db(selectors.input_items_page)(response, after=query.get("after"), limit=limit, order=order)

@@ -20,7 +20,7 @@ from responses_app.services import CreateRequest
 from responses_app.tool_types import NAME_PATTERN
 from responses_app.validation.json_schema import check_json_schema
 from responses_app.validation.tools import approval_response_item, validate_tool_choice, validate_tools
-from responses_app.wire_objects import conversation_item_object, item_object
+from responses_app.wire_objects import check_servable
 
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")
 REASONING_EFFORTS = ("low", "medium", "high")
@@ -51,8 +51,8 @@ UNSUPPORTED_ITEM_TYPES = frozenset(
 UNSUPPORTED_PARAMETERS = ("prompt", "context_management")
 COMPLETION_WINDOWS = ("soonest", "2h", "8h")
 MAX_CONTINUATION_ID = 256
-# The largest integer parameter (token counts and the like): what an integer column and
-# the engines' 32-bit counters hold.
+# The largest integer a client may give (token counts, cursors): what an integer column
+# and the engines' 32-bit counters hold.
 MAX_INTEGER = 2**31 - 1
 # Item ids are stored in columns of 64 characters (InputItem, ConversationItem).
 MAX_ITEM_ID_LENGTH = 64
@@ -460,8 +460,7 @@ def _servable(item: dict[str, Any], param: str) -> dict[str, Any]:
     """The normalised item, once it is known to render as the input items list and a
     conversation's items serve it: what is stored can always be read back."""
     try:
-        item_object(item)
-        conversation_item_object(item, [])
+        check_servable(item)
     except PydanticValidationError as error:
         raise InvalidRequest(f"'{param}' cannot be stored in this shape: {error.errors()[0]['msg']}.",
                              param=param) from None

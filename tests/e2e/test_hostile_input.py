@@ -77,6 +77,12 @@ def raw_exchange(port: int, head: bytes, body_chunks: Iterator[bytes] = iter(())
 
 def status_and_json(answer: bytes) -> tuple[int, dict[str, Any]]:
     head, _, body = answer.partition(b"\r\n\r\n")
+    if b"transfer-encoding: chunked" in head.lower():
+        chunks = b""
+        while (size := int(body.split(b"\r\n", 1)[0], 16)) > 0:
+            body = body.split(b"\r\n", 1)[1]
+            chunks, body = chunks + body[:size], body[size + 2:]
+        body = chunks
     return int(head.split()[1]), json.loads(body)
 
 
@@ -109,11 +115,28 @@ def test_a_declared_10_gb_body_is_refused_before_it_is_read(stack):
 
 def test_an_unauthenticated_body_is_refused_before_it_is_read(stack):
     head = b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 8000000\r\n"
-    for authorization in (b"", b"Authorization: Bearer not-a-key\r\n"):
+    unknown = b"sk-abcdefghijkl-" + b"x" * 40  # well formed, but no such key: looked up before the body
+    for authorization in (b"", b"Authorization: Bearer not-a-key\r\n", b"Authorization: Bearer " + unknown + b"\r\n"):
         answer, sent = raw_exchange(stack.port, head + authorization + b"\r\n", iter([b" " * 65536] * 122))
         status, body = status_and_json(answer)
         assert status == 401 and body["error"]["type"] == "invalid_request_error", body
         assert sent < 8000000
+
+
+def test_a_large_body_with_a_valid_key_is_read_once_the_key_is_known(stack, tenant):
+    body = json.dumps({"model": "echo", "input": "Hi " * 40_000}).encode()  # 120 KB, within the context
+    head = (f"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            f"Authorization: Bearer {new_key(tenant)}\r\nContent-Length: {len(body)}\r\n"
+            f"Expect: 100-continue\r\nConnection: close\r\n\r\n").encode()
+    with socket.create_connection(("127.0.0.1", stack.port), timeout=30) as conn:
+        conn.sendall(head)
+        assert conn.recv(1024).startswith(b"HTTP/1.1 100 Continue")  # sent once the key was looked up
+        conn.sendall(body)
+        answer = b""
+        while data := conn.recv(65536):
+            answer += data
+    status, created = status_and_json(answer)
+    assert status == 200 and created["status"] == "completed", created
 
 
 def test_a_chunked_body_that_grows_past_the_limit_is_a_413(stack, tenant):

@@ -327,14 +327,13 @@ def test_an_approval_request_ends_the_response_and_the_answer_runs_or_skips_the_
 
 
 @pytest.mark.parametrize("host", ["127.0.0.2", "10.255.255.1", "169.254.169.254"])
-def test_an_mcp_server_on_a_private_address_is_refused(alice, mcp_url, host):
+def test_an_mcp_server_on_a_private_address_is_refused_when_the_response_is_created(alice, mcp_url, host):
     url = mcp_url.replace("127.0.0.1", host)
-    events, response = stream_response(alice, tools=[mcp_tool(url)], input=script(final("never")))
-    assert response.status == "failed"
-    assert "TOOLS_ALLOWED_PRIVATE_HOSTS" in response.error.message
-    [listing] = response.output
-    assert listing.type == "mcp_list_tools" and listing.error
-    assert "response.mcp_list_tools.failed" in item_events(events, listing.id)
+    with pytest.raises(openai.BadRequestError) as refused:
+        alice.responses.create(model="echo", tools=[mcp_tool(url)], input=script(final("never")))
+    error = refused.value.body
+    assert (error["param"], error["code"]) == ("tools[0].server_url", "invalid_url")
+    assert "TOOLS_ALLOWED_PRIVATE_HOSTS" in error["message"]
 
 
 def test_an_unreachable_mcp_server_fails_the_response_with_a_clear_error(alice):

@@ -349,8 +349,8 @@ def test_a_registered_server_is_still_subject_to_the_url_guard(streamable_server
 
 def test_a_server_url_tool_sends_its_authorization_as_a_bearer_token(authed_mcp_server: RunningMcpServer) -> None:
     token = SECRET_AUTHORIZATION.removeprefix("Bearer ")
-    tool = _valid(server_url=authed_mcp_server.url, authorization=token, headers={"X-Trace": "1"})
     with override_settings(TOOLS_ALLOWED_PRIVATE_HOSTS=[authed_mcp_server.host_port]):
+        tool = _valid(server_url=authed_mcp_server.url, authorization=token, headers={"X-Trace": "1"})
         spec = server_for_tool(1, tool)
         assert spec.headers == {"X-Trace": "1", "Authorization": SECRET_AUTHORIZATION}
         assert call_tool(spec, "echo", {"text": "ok"}, TIMEOUT_S) == "ok"

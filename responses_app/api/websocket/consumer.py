@@ -24,7 +24,6 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
 from responses_app import quotas, services, socket_sessions, steering
-from responses_app.api.params import INT_COLUMN_MAX
 from responses_app.api.websocket.cursors import SentCursors
 from responses_app.api.websocket.lane import Lane
 from responses_app.api.websocket.messages import error_event, steer_accepted, steer_failed
@@ -36,7 +35,7 @@ from responses_app.lib import json_input
 from responses_app.models import Response, ResponseSteer
 from responses_app.stream.event_log import Frames
 from responses_app.stream.sse import sse_frame
-from responses_app.validation.create import parse_create_request
+from responses_app.validation.create import MAX_INTEGER, parse_create_request
 from responses_app.validation.steer import SteerRequest, parse_steer
 
 log = logging.getLogger(__name__)
@@ -205,7 +204,7 @@ def _query(query_string: str) -> tuple[str, dict[str, int]]:
         if not response_id or not number.lstrip("-").isdigit():
             raise InvalidRequest(f"Invalid 'starting_after' {value!r}: expected '<response id>:<sequence number>'.",
                                  param="starting_after")
-        if int(number) > INT_COLUMN_MAX:
+        if int(number) > MAX_INTEGER:
             raise InvalidRequest(f"Invalid 'starting_after' {value!r}: the sequence number is too large.",
                                  param="starting_after")
         seen[response_id] = int(number)
