@@ -282,7 +282,7 @@ def test_the_stateful_run_follows_every_link_with_no_server_error_and_no_violati
         [str(Path(sys.executable).parent / "st"), "run", f"{stack.base_url}/openapi.json", "--phases", "stateful",
          "-H", f"Authorization: Bearer {alice_key}", "--exclude-checks", "positive_data_acceptance",
          "--max-examples", str(STATEFUL_EXAMPLES), "--seed", "1", "--request-timeout", str(REQUEST_TIMEOUT_S),
-         "--workers", "1", "--no-color"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=600)
+         "--workers", "1", "--no-color"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout[-6000:] + run.stderr[-2000:]
     answered = [json.loads(line) for line in calls.read_text().splitlines()]
     assert answered and all(call["status"] < 500 for call in answered)
