@@ -14,7 +14,9 @@ up for each connection):
   make the server read at most that much (smaller bodies are read and the API's own
   authentication refuses them, which spares a create a second lookup);
 - Twisted's own form and multipart parsing is skipped: Django parses the body, and
-  answers a malformed one in OpenAI's shape.
+  answers a malformed one in OpenAI's shape;
+- what Twisted cannot parse as HTTP at all (a malformed request line, header or chunk,
+  headers over its size limit) gets its 400 in OpenAI's shape too, not a bare status line.
 
 A refusal closes the connection the way browsers and HTTP clients can read: the answer,
 then the write side closed, the client's remaining upload read and dropped for at most
@@ -23,10 +25,11 @@ LINGER_S (closing at once would reset the connection, and the client could lose 
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
-from daphne import http_protocol
+from daphne import http_protocol, server
 from django.db import close_old_connections
 from twisted.internet import reactor
 from twisted.internet.threads import deferToThread
@@ -35,7 +38,7 @@ from twisted.web import http
 
 from responses_app.api.edge import body_limit
 from responses_app.api_keys import authenticate_bearer, parse_bearer
-from responses_app.errors import APIError, AuthenticationFailed, RequestTooLarge
+from responses_app.errors import APIError, AuthenticationFailed, InvalidRequest, RequestTooLarge
 
 API_PREFIX = b"/v1/"
 LINGER_S = 5.0
@@ -156,6 +159,27 @@ def _key_refusal(authorization: str) -> APIError | None:
     return None
 
 
+class EdgeHTTPFactory(http_protocol.HTTPFactory):
+    """Daphne's factory, whose connections answer unparseable HTTP in OpenAI's shape."""
+
+    def buildProtocol(self, addr: Any) -> Any:  # noqa: N802 (Twisted's name)
+        protocol = super().buildProtocol(addr)
+        channel = getattr(protocol, "_channel", protocol)  # HTTP/1.1 behind Twisted's negotiating wrapper
+        channel._respondToBadRequestAndDisconnect = functools.partial(_unparseable, channel)
+        channel.lineLengthExceeded = lambda line: _unparseable(channel)  # a line over 16 KiB: no answer otherwise
+        return protocol
+
+
+def _unparseable(channel: http.HTTPChannel) -> None:
+    error = InvalidRequest("The request could not be parsed as HTTP/1.1.", code="invalid_http")
+    body = json.dumps(error.body()).encode()
+    channel.transport.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
+                            b"Connection: close\r\n\r\n%s" % (len(body), body))
+    channel.loseConnection()
+
+
 def install() -> None:
-    """Make Daphne build its requests with EdgeWebRequest (idempotent)."""
+    """Make Daphne build its connections and requests with the classes above (idempotent;
+    Daphne looks both up when it starts serving, after it imported the application)."""
     http_protocol.WebRequest = EdgeWebRequest
+    server.HTTPFactory = EdgeHTTPFactory

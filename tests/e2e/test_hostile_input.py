@@ -153,6 +153,18 @@ def test_a_chunked_body_that_grows_past_the_limit_is_a_413(stack, tenant):
     assert status == 413 and body["error"]["code"] == "request_too_large"
 
 
+@pytest.mark.parametrize("request_head", [
+    b"NOT A REQUEST LINE\r\n\r\n",
+    b"GET /v1/models HTTP/1.1\r\nHost: x\r\nX-Big: " + b"x" * 20_000 + b"\r\n\r\n",  # a line over 16 KiB
+    b"GET /v1/models HTTP/1.1\r\n" + b"".join(b"X-%d: %s\r\n" % (n, b"z" * 8_000) for n in range(3)) + b"\r\n",
+    b"POST /v1/responses HTTP/1.1\r\nHost: x\r\nContent-Length: twelve\r\n\r\n",
+])
+def test_what_is_not_http_is_a_400_in_openai_shape(stack, request_head):
+    answer, _ = raw_exchange(stack.port, request_head)
+    status, body = status_and_json(answer)
+    assert status == 400 and body["error"]["code"] == "invalid_http"
+
+
 @pytest.mark.parametrize("depth", [50_000, 200])
 def test_json_nested_too_deep_is_a_400(http, tenant, depth):
     before = tenant_row_counts(tenant)
