@@ -119,8 +119,9 @@ _check_conversation_item = _ServableCheck(_CONVERSATION_ITEM_ADAPTER)
 def check_servable(item: dict[str, Any]) -> None:
     """Raise pydantic's ValidationError unless ``item`` renders both as an input item
     (item_object) and as a conversation's item (conversation_item_object)."""
-    _check_item(public_item(item, []))
-    _check_conversation_item(public_item(item, []))
+    served = public_item(item, [])
+    _check_item(served)
+    _check_conversation_item(served)
 
 
 def public_item(item: dict[str, Any], include: list[str]) -> dict[str, Any]:
