@@ -43,7 +43,7 @@ from responses_app.errors import APIError, AuthenticationFailed, InvalidRequest,
 API_PREFIX = b"/v1/"
 LINGER_S = 5.0
 UNCHECKED_BODY_BYTES = 64 * 1024
-REASONS = {401: b"Unauthorized", 413: b"Content Too Large"}
+REASONS = {400: b"Bad Request", 401: b"Unauthorized", 413: b"Content Too Large"}
 
 
 class EdgeWebRequest(http_protocol.WebRequest):
@@ -132,14 +132,10 @@ class EdgeWebRequest(http_protocol.WebRequest):
         self._refused = True
         # Twisted sends "100 Continue" right after gotLength when the client asked for it.
         self.requestHeaders.removeHeader(b"expect")
-        body = json.dumps(error.body()).encode()
-        extra = b"".join(b"%s: %s\r\n" % (name.encode(), value.encode()) for name, value in error.headers().items())
         # Written raw: the request line is not parsed into method and version yet, and
         # Request.finish would put the channel back to reading the next request.
         transport: Any = self.channel.transport
-        transport.write(b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-                        b"Connection: close\r\n%s\r\n%s" % (error.status_code, REASONS[error.status_code],
-                                                             len(body), extra, body))
+        transport.write(raw_answer(error))
         if not hasattr(transport, "loseWriteConnection"):
             self.channel.loseConnection()
             return
@@ -171,11 +167,17 @@ class EdgeHTTPFactory(http_protocol.HTTPFactory):
 
 
 def _unparseable(channel: http.HTTPChannel) -> None:
-    error = InvalidRequest("The request could not be parsed as HTTP/1.1.", code="invalid_http")
-    body = json.dumps(error.body()).encode()
-    channel.transport.write(b"HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: %d\r\n"
-                            b"Connection: close\r\n\r\n%s" % (len(body), body))
+    channel.transport.write(raw_answer(InvalidRequest("The request could not be parsed as HTTP/1.1.",
+                                                      code="invalid_http")))
     channel.loseConnection()
+
+
+def raw_answer(error: APIError) -> bytes:
+    """A whole HTTP/1.1 answer with ``error`` in OpenAI's shape, closing the connection."""
+    body = json.dumps(error.body()).encode()
+    extra = b"".join(b"%s: %s\r\n" % (name.encode(), value.encode()) for name, value in error.headers().items())
+    return (b"HTTP/1.1 %d %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n"
+            b"%s\r\n%s" % (error.status_code, REASONS[error.status_code], len(body), extra, body))
 
 
 def install() -> None:
