@@ -58,6 +58,7 @@ def prompt_request(params: dict[str, Any], items: list[dict[str, Any]], day: dat
         history=[as_prompt_item(item) for item in items],
         instructions=params.get("instructions"),
         reasoning_effort=(params.get("reasoning") or {}).get("effort"),
+        verbosity=(params.get("text") or {}).get("verbosity"),
         tools=params.get("tools", []),
         tool_choice=params.get("tool_choice", "auto"),
         conversation_date=day.isoformat(),

@@ -32,6 +32,18 @@ def output_items(response: Response) -> list[dict[str, Any]]:
     return list(OutputItem.objects.filter(response=response).order_by("output_index").values_list("data", flat=True))
 
 
+def referenced_item(tenant: Tenant, item_id: str) -> dict[str, Any] | None:
+    """The item an ``item_reference`` names: an output or input item of one of the tenant's
+    stored, unexpired responses (the newest, should a client have reused an input id)."""
+    responses = unexpired(Response.objects.filter(tenant=tenant, store=True), tenant)
+    for model in (OutputItem, InputItem):
+        data = (model.objects.filter(item_id=item_id, response__in=responses)
+                .order_by("-response__created_at").values_list("data", flat=True).first())
+        if data is not None:
+            return data
+    return None
+
+
 def render_response(response: Response, include: list[str] | None = None) -> dict[str, Any]:
     return response_object(response, output_items(response), include=include)
 

@@ -45,6 +45,7 @@ def response_object(
         "previous_response_id": response.previous_response_id,
         **({"conversation": {"id": response.conversation_id}} if response.conversation_id else {}),
         "prompt_cache_key": request.get("prompt_cache_key"),
+        "prompt_cache_retention": request.get("prompt_cache_retention"),
         "reasoning": request.get("reasoning") or {"effort": None, "summary": None},
         "safety_identifier": request.get("safety_identifier"),
         "service_tier": request.get("service_tier", "default"),
@@ -55,6 +56,10 @@ def response_object(
         "tools": [public_tool(tool) for tool in request.get("tools", [])],
         "top_logprobs": request.get("top_logprobs", 0),
         "top_p": request["top_p"] if request.get("top_p") is not None else 1.0,
+        # Not in the SDK's Response type (its extra fields pass through); the Open Responses
+        # specification requires them.
+        "presence_penalty": request.get("presence_penalty") or 0.0,
+        "frequency_penalty": request.get("frequency_penalty") or 0.0,
         "truncation": request.get("truncation", "disabled"),
         "usage": response.usage,
         "user": request.get("user"),

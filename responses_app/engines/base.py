@@ -26,6 +26,8 @@ class SamplingParams:
     max_tokens: int | None = None
     temperature: float | None = None
     top_p: float | None = None
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
     # Generation stops right after any of these tokens (harmony's <|return|>, <|call|>).
     stop_token_ids: tuple[int, ...] = ()
     # Engine options that the worker sets (a structured output's grammar, a seed); engines

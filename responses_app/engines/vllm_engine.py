@@ -148,8 +148,9 @@ class VllmEngine:
         }
         if params.temperature is not None:
             options["temperature"] = params.temperature
-        if params.top_p is not None:
-            options["top_p"] = params.top_p
+        for name in ("top_p", "presence_penalty", "frequency_penalty"):
+            if getattr(params, name) is not None:
+                options[name] = getattr(params, name)
         if params.extra.get("seed") is not None:
             options["seed"] = params.extra["seed"]
         if params.extra.get("json_schema") is not None or params.extra.get("json_object"):

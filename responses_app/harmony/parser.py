@@ -39,6 +39,7 @@ class MessageStarted:
     recipient: str | None
     name: str | None  # function name without "functions." (function_call only)
     channel: str | None = None
+    namespace: str | None = None  # the namespace tool of a function_call, None for "functions"
 
 
 @dataclass(frozen=True)
@@ -64,8 +65,11 @@ class HarmonyOutputError(Exception):
 class OutputParser:
     """Feed engine tokens one by one; get events back."""
 
-    def __init__(self, encoding: HarmonyEncoding | None = None) -> None:
+    def __init__(self, encoding: HarmonyEncoding | None = None,
+                 function_namespaces: frozenset[str] = frozenset()) -> None:
         self._encoding = encoding or get_encoding()
+        # The response's namespace tools: a call to one of their functions is a function_call.
+        self._function_namespaces = function_namespaces
         self._parser = StreamableParser(self._encoding, Role.ASSISTANT)
         self._end = special_token_id("<|end|>")
         self._start = special_token_id("<|start|>")
@@ -181,18 +185,20 @@ class OutputParser:
         channel = self._parser.current_channel
         recipient = self._parser.current_recipient or None
         kind, name = self._classify(channel, recipient)
+        namespace = recipient.partition(".")[0] if kind == "function_call" and recipient else None
         if channel == "analysis":
             # The header tokens belong to the analysis message too.
             self.reasoning_tokens += self._message_tokens
             self._in_analysis = True
-        self._current = MessageStarted(kind=kind, recipient=recipient, name=name, channel=channel)
+        self._current = MessageStarted(kind=kind, recipient=recipient, name=name, channel=channel,
+                                       namespace=None if namespace == FUNCTION_PREFIX[:-1] else namespace)
         self._emitted = []
         return self._current
 
     def _classify(self, channel: str | None, recipient: str | None) -> tuple[MessageKind, str | None]:
         if recipient:
-            if recipient.startswith(FUNCTION_PREFIX):
-                name = recipient[len(FUNCTION_PREFIX) :]
+            namespace, _, name = recipient.partition(".")
+            if recipient.startswith(FUNCTION_PREFIX) or namespace in self._function_namespaces:
                 if not name:
                     self._fail("Function call without a function name.")
                 return "function_call", name

@@ -44,7 +44,13 @@ PYTHON_DESCRIPTION = (
 # Harmony prescribes this content type for function call arguments.
 FUNCTION_CALL_CONTENT_TYPE = "<|constrain|>json"
 
-_EFFORTS = {"low": ReasoningEffort.LOW, "medium": ReasoningEffort.MEDIUM, "high": ReasoningEffort.HIGH}
+# Every reasoning.effort the SDK names, as the three that gpt-oss was trained on.
+HARMONY_EFFORT = {"none": ReasoningEffort.LOW, "minimal": ReasoningEffort.LOW, "low": ReasoningEffort.LOW,
+                  "medium": ReasoningEffort.MEDIUM, "high": ReasoningEffort.HIGH, "xhigh": ReasoningEffort.HIGH,
+                  "max": ReasoningEffort.HIGH}
+# text.verbosity: gpt-oss has no such control, so the developer message asks for it.
+VERBOSITY = {"low": "Keep your final answer brief: say only what is needed.",
+             "high": "Give a thorough, detailed final answer."}
 # Content part types whose text the model sees; the rest (images, files) gpt-oss cannot read.
 _TEXT_PART_KEYS = {"input_text": "text", "output_text": "text", "text": "text", "refusal": "refusal"}
 
@@ -59,7 +65,8 @@ class PromptRequest:
     # previous_response_id chain, then this response's input items.
     history: list[dict]
     instructions: str | None = None
-    reasoning_effort: str | None = None  # "low" | "medium" | "high"; None = medium
+    reasoning_effort: str | None = None  # a key of HARMONY_EFFORT; None = medium
+    verbosity: str | None = None  # "low" | "medium" | "high"; None = medium
     tools: list[dict] = field(default_factory=list)  # OpenAI function tools
     tool_choice: str | dict = "auto"  # "none" => no tools are offered to the model
     conversation_date: str | None = None  # YYYY-MM-DD
@@ -87,9 +94,9 @@ def build_messages(request: PromptRequest) -> list[Message]:
 
 def _system_message(request: PromptRequest) -> Message:
     effort_name = (request.reasoning_effort or "medium").lower()
-    effort = _EFFORTS.get(effort_name)
+    effort = HARMONY_EFFORT.get(effort_name)
     if effort is None:
-        raise PromptError(f"Unsupported reasoning effort {request.reasoning_effort!r}; use low, medium or high.")
+        raise PromptError(f"Unsupported reasoning effort {request.reasoning_effort!r}.")
     content = SystemContent.new().with_reasoning_effort(effort)
     if request.conversation_date:
         content = content.with_conversation_start_date(request.conversation_date)
@@ -123,14 +130,28 @@ def server_tool_namespaces(request: PromptRequest) -> list[ToolNamespaceConfig]:
 
 def _developer_message(request: PromptRequest) -> Message | None:
     tools = [_tool_description(tool) for tool in offered_function_tools(request.tools, request.tool_choice)]
-    if not request.instructions and not tools:
+    namespaces = offered_namespaces(request.tools, request.tool_choice)
+    instructions = "\n\n".join(filter(None, [request.instructions, VERBOSITY.get(request.verbosity or "")]))
+    if not instructions and not tools and not namespaces:
         return None
     content = DeveloperContent.new()
-    if request.instructions:
-        content = content.with_instructions(request.instructions)
+    if instructions:
+        content = content.with_instructions(instructions)
     if tools:
         content = content.with_function_tools(tools)
+    for namespace in namespaces:
+        content = content.with_tools(ToolNamespaceConfig(
+            name=namespace["name"], description=namespace["description"],
+            tools=[_tool_description(tool) for tool in namespace["tools"]]))
     return Message.from_role_and_content(Role.DEVELOPER, content)
+
+
+def offered_namespaces(tools: list[dict], tool_choice: str | dict) -> list[dict]:
+    """The namespace tools the model is told about, each as a harmony namespace of its
+    own beside ``functions`` (a call to one is ``to=<namespace>.<function>``)."""
+    if tool_choice == "none" or (isinstance(tool_choice, dict) and tool_choice.get("type") == "function"):
+        return []
+    return [tool for tool in tools if tool.get("type") == "namespace"]
 
 
 def offered_function_tools(tools: list[dict], tool_choice: str | dict) -> list[dict]:
@@ -179,7 +200,7 @@ def history_messages(history: list[dict]) -> list[Message]:
     for index, item in enumerate(history):
         item_type = _item_type(item)
         if item_type == "function_call":
-            call_names[str(item.get("call_id"))] = _function_name(item, index)
+            call_names[str(item.get("call_id"))] = _function_recipient(item, index)
         if item_type == "mcp_approval_request":
             approvals[str(item.get("id"))] = item
         if item_type in TOOL_ITEM_RENDERERS:
@@ -231,7 +252,7 @@ def _function_call(item: dict, call_names: dict[str, str]) -> Message:
     return (
         Message.from_role_and_content(Role.ASSISTANT, arguments)
         .with_channel("commentary")
-        .with_recipient(f"{FUNCTIONS_NAMESPACE}.{name}")
+        .with_recipient(name)
         .with_content_type(FUNCTION_CALL_CONTENT_TYPE)
     )
 
@@ -241,7 +262,7 @@ def _function_call_output(item: dict, call_names: dict[str, str]) -> Message:
     name = call_names.get(call_id)
     if name is None:
         raise PromptError(f"No function_call with call_id {call_id!r} precedes its function_call_output.")
-    author = Author.new(Role.TOOL, f"{FUNCTIONS_NAMESPACE}.{name}")
+    author = Author.new(Role.TOOL, name)
     return (
         Message.from_author_and_content(author, _output_text(item.get("output")))
         .with_channel("commentary")
@@ -249,11 +270,12 @@ def _function_call_output(item: dict, call_names: dict[str, str]) -> Message:
     )
 
 
-def _function_name(item: dict, index: int) -> str:
+def _function_recipient(item: dict, index: int) -> str:
+    """``functions.<name>``, or ``<namespace>.<name>`` for a function of a namespace tool."""
     name = item.get("name")
     if not name or not item.get("call_id"):
         raise PromptError(f"Input item {index} (function_call) needs a call_id and a name.")
-    return str(name)
+    return f"{item.get('namespace') or FUNCTIONS_NAMESPACE}.{name}"
 
 
 def _output_text(output: object) -> str:
@@ -411,6 +433,8 @@ def _forced_header(tool_choice: str | dict, tools: list[dict]) -> str | None:
     if not isinstance(tool_choice, dict):
         return None
     kind = tool_choice.get("type")
+    if kind == "namespace":
+        return f"<|channel|>commentary to={tool_choice['name']}."
     if kind == "function":
         recipient = f"{FUNCTIONS_NAMESPACE}.{tool_choice['name']}"
         return f"<|channel|>commentary to={recipient} {FUNCTION_CALL_CONTENT_TYPE}<|message|>"

@@ -172,6 +172,8 @@ class InputItem(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["response", "position"], name="input_item_position_unique")]
+        # An item_reference names an item by its id alone (selectors.referenced_item).
+        indexes = [models.Index(fields=["item_id"])]
         ordering = ["position"]
 
 
@@ -185,6 +187,7 @@ class OutputItem(models.Model):
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["response", "output_index"], name="output_item_index_unique")]
+        indexes = [models.Index(fields=["item_id"])]
         ordering = ["output_index"]
 
 

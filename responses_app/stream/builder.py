@@ -183,6 +183,7 @@ class EventBuilder:
             item = {"id": item_id, "type": "message", "role": "assistant", "content": [], "status": "in_progress"}
         else:
             item = {"id": item_id, "type": "function_call", "call_id": new_id("call"), "name": started.name,
+                    **({"namespace": started.namespace} if started.namespace else {}),
                     "arguments": "", "status": "in_progress"}
         self.output.append(item)
         index = self._open_index = len(self.output) - 1

@@ -1,8 +1,11 @@
 """Validation of ``POST /v1/responses`` bodies.
 
 Everything a client can get wrong is caught here, before any row is written, and
-reported as a 400 naming the offending parameter. Parameters that OpenAI knows but this
-server does not implement yet are refused by name rather than silently ignored.
+reported as a 400 naming the offending parameter. The body's structure is checked
+against the ``openai`` SDK's own request type (``CreateBody``: the SDK's params plus what
+today's clients send that it does not type); the code below checks only what a type
+cannot say (ranges, what this server runs) and builds what the Response row stores.
+The README's "Request fields" table says what each field does here.
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
+from openai.types.responses.response_create_params import ResponseCreateParamsBase
 from pydantic import ValidationError as PydanticValidationError
 
 from responses_app.compaction import InvalidCompaction, summary_of
@@ -19,19 +23,20 @@ from responses_app.request_body import body_fields
 from responses_app.services import CreateRequest
 from responses_app.tool_types import NAME_PATTERN
 from responses_app.validation.json_schema import check_json_schema
+from responses_app.validation.sdk_types import check, strict_validator
 from responses_app.validation.tools import approval_response_item, validate_tool_choice, validate_tools
 from responses_app.wire_objects import check_servable
 
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")
-REASONING_EFFORTS = ("low", "medium", "high")
 MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
 MAX_METADATA_VALUE = 512
+# client_metadata: what Codex sends (installation and session ids), stored for operators.
+MAX_CLIENT_METADATA_PAIRS = 32
 
 # Input item types of the Responses API that this server does not accept yet.
 UNSUPPORTED_ITEM_TYPES = frozenset(
     {
-        "item_reference",
         "file_search_call",
         "computer_call",
         "computer_call_output",
@@ -45,10 +50,9 @@ UNSUPPORTED_ITEM_TYPES = frozenset(
         "mcp_call",
         "custom_tool_call",
         "custom_tool_call_output",
+        "item_reference",  # outside a create's input
     }
 )
-# Known top-level parameters that are refused when set to anything but their default.
-UNSUPPORTED_PARAMETERS = ("prompt", "context_management")
 COMPLETION_WINDOWS = ("soonest", "2h", "8h")
 MAX_CONTINUATION_ID = 256
 # The largest integer a client may give (token counts, cursors): what an integer column
@@ -56,103 +60,78 @@ MAX_CONTINUATION_ID = 256
 MAX_INTEGER = 2**31 - 1
 # Item ids are stored in columns of 64 characters (InputItem, ConversationItem).
 MAX_ITEM_ID_LENGTH = 64
-INCLUDE_VALUES = frozenset(
-    {
-        "code_interpreter_call.outputs",
-        "computer_call_output.output.image_url",
-        "file_search_call.results",
-        "message.input_image.image_url",
-        "message.output_text.logprobs",
-        "reasoning.encrypted_content",
-        "web_search_call.action.sources",
-        "web_search_call.results",
-    }
-)
 # What the stored items always hold and the wire leaves out unless asked (wire_objects.public_item).
 SUPPORTED_INCLUDE_VALUES = frozenset({"code_interpreter_call.outputs", "web_search_call.action.sources"})
-KNOWN_PARAMETERS = frozenset(
-    {
-        "model",
-        "input",
-        "instructions",
-        "stream",
-        "stream_options",
-        "background",
-        "store",
-        "previous_response_id",
-        "conversation",
-        "max_output_tokens",
-        "max_tool_calls",
-        "temperature",
-        "top_p",
-        "top_logprobs",
-        "reasoning",
-        "metadata",
-        "tools",
-        "tool_choice",
-        "parallel_tool_calls",
-        "text",
-        "truncation",
-        "user",
-        "safety_identifier",
-        "prompt_cache_key",
-        "service_tier",
-        "include",
-        "background_options",
-        *UNSUPPORTED_PARAMETERS,
-    }
-)
+# What vLLM returns per token at most (its max_logprobs), as OpenAI bounds top_logprobs.
+MAX_TOP_LOGPROBS = 20
+
+
+class CreateBody(ResponseCreateParamsBase, total=False):
+    """What a create may hold: the SDK's request type, and what clients send beyond it."""
+
+    stream: bool | None
+    # Codex CLI: ids of its installation and session.
+    client_metadata: dict[str, str] | None
+    # The Open Responses specification's sampling penalties.
+    presence_penalty: float | None
+    frequency_penalty: float | None
+
+
+_CREATE_BODY = strict_validator(CreateBody)
 
 
 def parse_create_request(body: Any) -> CreateRequest:
     if not isinstance(body, dict):
         raise InvalidRequest("The request body must be a JSON object.")
-    for name in body:
-        if name not in KNOWN_PARAMETERS:
-            raise InvalidRequest(f"Unknown parameter: '{name}'.", param=name, code="unknown_parameter")
-    for name in UNSUPPORTED_PARAMETERS:
-        if body.get(name) is not None:
-            raise InvalidRequest(f"The parameter '{name}' is not supported by this server.", param=name)
+    if body.get("model") is None:
+        raise InvalidRequest("Missing required parameter: 'model'.", param="model", code="missing_required_parameter")
+    check(_CREATE_BODY, body)
+    _refuse_what_cannot_run(body)
 
-    model = _required_str(body, "model")
+    model = body["model"]
     if model not in settings.MODEL_REGISTRY:
         raise InvalidRequest(f"The model '{model}' does not exist.", param="model", code="model_not_found")
 
-    stream = _bool(body, "stream", False)
-    background = _bool(body, "background", False)
-    store = _bool(body, "store", True)
+    stream = bool(body.get("stream"))
+    background = bool(body.get("background"))
+    store = body.get("store") is not False
     if background and not store:
         raise InvalidRequest("Background responses must be stored: background=true requires store=true.",
                              param="background")
-    _stream_options(body.get("stream_options"), stream)
+    if body.get("stream_options") is not None and not stream:
+        raise InvalidRequest("'stream_options' is only allowed when 'stream' is true.", param="stream_options")
 
-    previous_response_id = _optional_str(body, "previous_response_id")
+    previous_response_id = body.get("previous_response_id")
     conversation_id = parse_conversation(body.get("conversation"))
     if conversation_id and previous_response_id is not None:
         raise InvalidRequest("'previous_response_id' cannot be used together with 'conversation'.",
                              param="previous_response_id")
     tools = validate_tools(body.get("tools"))
     params: dict[str, Any] = {
-        "instructions": _optional_str(body, "instructions"),
+        "instructions": body.get("instructions"),
         "max_output_tokens": _optional_int(body, "max_output_tokens", minimum=1),
         "max_tool_calls": _optional_int(body, "max_tool_calls", minimum=1),
         "temperature": _optional_number(body, "temperature", 0.0, 2.0),
         "top_p": _optional_number(body, "top_p", 0.0, 1.0),
+        "presence_penalty": _optional_number(body, "presence_penalty", -2.0, 2.0),
+        "frequency_penalty": _optional_number(body, "frequency_penalty", -2.0, 2.0),
         "reasoning": _reasoning(body.get("reasoning")),
         "metadata": parse_metadata(body.get("metadata")),
         "tools": tools,
         "tool_choice": validate_tool_choice(body.get("tool_choice", "auto"), tools),
-        "parallel_tool_calls": _bool(body, "parallel_tool_calls", True),
+        "parallel_tool_calls": body.get("parallel_tool_calls") is not False,
         "text": _text(body.get("text"), model),
-        "truncation": _truncation(body.get("truncation")),
+        "truncation": body.get("truncation") or "disabled",
         "user": _optional_str(body, "user", max_length=256),
         "safety_identifier": _optional_str(body, "safety_identifier", max_length=256),
         "prompt_cache_key": _optional_str(body, "prompt_cache_key", max_length=1024),
-        "service_tier": _service_tier(body.get("service_tier")),
-        "top_logprobs": _top_logprobs(body.get("top_logprobs")),
+        "prompt_cache_retention": body.get("prompt_cache_retention"),
+        "service_tier": "default",
+        "top_logprobs": _optional_int(body, "top_logprobs", minimum=0, maximum=MAX_TOP_LOGPROBS) or 0,
         "include": _include(body.get("include")),
+        "client_metadata": _client_metadata(body.get("client_metadata")),
     }
-    input_items = parse_input(body.get("input"))
+    input_items = parse_input(body.get("input"), references=True)
     if not input_items and previous_response_id is None and not conversation_id:
         raise InvalidRequest("'input' must not be empty.", param="input")
     completion_window, continuation_id = _background_options(body.get("background_options"), background, stream)
@@ -168,6 +147,17 @@ def parse_create_request(body: Any) -> CreateRequest:
         completion_window=completion_window,
         continuation_id=continuation_id,
     )
+
+
+def _refuse_what_cannot_run(body: dict[str, Any]) -> None:
+    """Fields the SDK defines whose meaning this server cannot honour: a silent no would
+    mislead (a prompt template it does not have, a moderation policy it cannot apply)."""
+    if body.get("prompt") is not None:
+        raise InvalidRequest("The parameter 'prompt' refers to a prompt template stored on OpenAI's platform; this "
+                             "server has none: send the prompt's text as 'instructions' and 'input'.", param="prompt")
+    if body.get("moderation") is not None:
+        raise InvalidRequest("The parameter 'moderation' is not supported: this server runs no moderation model.",
+                             param="moderation")
 
 
 # What ``client.responses.input_tokens.count`` sends: the parts of a create that make its prompt.
@@ -218,17 +208,7 @@ def _background_options(value: Any, background: bool, stream: bool) -> tuple[str
     stream, as the SDK documents."""
     if value is None:
         return "soonest", ""
-    if not isinstance(value, dict):
-        raise invalid_type("background_options", "an object", value)
-    for name in value:
-        if name not in ("completion_window", "continuation_id"):
-            raise InvalidRequest(f"Unknown parameter: 'background_options.{name}'.",
-                                 param=f"background_options.{name}", code="unknown_parameter")
     window = value.get("completion_window") or "soonest"
-    if window not in COMPLETION_WINDOWS:
-        raise InvalidRequest(f"Invalid value for 'background_options.completion_window': {window!r}; expected one "
-                             f"of {', '.join(COMPLETION_WINDOWS)}.", param="background_options.completion_window",
-                             code="invalid_value")
     if window != "soonest" and (not background or stream):
         raise InvalidRequest(f"The completion window {window!r} requires background=true and stream=false.",
                              param="background_options.completion_window")
@@ -237,50 +217,26 @@ def _background_options(value: Any, background: bool, stream: bool) -> tuple[str
     return window, continuation_id
 
 
-# --- scalars ---------------------------------------------------------------------------
+# --- scalars (their JSON types are checked already) -----------------------------------------
 
 
-def _required_str(body: dict, name: str) -> str:
-    if name not in body or body[name] is None:
-        raise InvalidRequest(f"Missing required parameter: '{name}'.", param=name, code="missing_required_parameter")
-    value = body[name]
-    if not isinstance(value, str) or not value:
-        raise invalid_type(name, "a non-empty string", value)
-    return value
-
-
-def _optional_str(body: dict, name: str, max_length: int | None = None) -> str | None:
+def _optional_str(body: dict, name: str, max_length: int) -> str | None:
     value = body.get(name)
-    if value is None:
-        return None
-    if not isinstance(value, str):
-        raise invalid_type(name, "a string", value)
-    if max_length is not None and len(value) > max_length:
+    if value is not None and len(value) > max_length:
         raise InvalidRequest(f"'{name}' is longer than {max_length} characters.", param=name,
                              code="string_above_max_length")
     return value
 
 
-def _bool(body: dict, name: str, default: bool) -> bool:
-    value = body.get(name)
-    if value is None:
-        return default
-    if not isinstance(value, bool):
-        raise invalid_type(name, "a boolean", value)
-    return value
-
-
-def _optional_int(body: dict, name: str, minimum: int) -> int | None:
+def _optional_int(body: dict, name: str, minimum: int, maximum: int = MAX_INTEGER) -> int | None:
     value = body.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise invalid_type(name, "an integer", value)
     if value < minimum:
         raise InvalidRequest(f"'{name}' must be at least {minimum}, got {value}.", param=name,
                              code="integer_below_min_value")
-    if value > MAX_INTEGER:
-        raise InvalidRequest(f"'{name}' must be at most {MAX_INTEGER}, got {value}.", param=name,
+    if value > maximum:
+        raise InvalidRequest(f"'{name}' must be at most {maximum}, got {value}.", param=name,
                              code="integer_above_max_value")
     return value
 
@@ -289,8 +245,6 @@ def _optional_number(body: dict, name: str, low: float, high: float) -> float | 
     value = body.get(name)
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise invalid_type(name, "a number", value)
     if not low <= value <= high:
         raise InvalidRequest(f"'{name}' must be between {low} and {high}, got {value}.", param=name,
                              code="decimal_out_of_range")
@@ -300,41 +254,26 @@ def _optional_number(body: dict, name: str, low: float, high: float) -> float | 
 # --- structured parameters ---------------------------------------------------------------
 
 
-def _stream_options(value: Any, stream: bool) -> None:
-    if value is None:
-        return
-    if not isinstance(value, dict):
-        raise invalid_type("stream_options", "an object", value)
-    if not stream:
-        raise InvalidRequest("'stream_options' is only allowed when 'stream' is true.", param="stream_options")
-    for key in value:
-        if key != "include_obfuscation":
-            raise InvalidRequest(f"Unknown parameter: 'stream_options.{key}'.", param=f"stream_options.{key}")
-
-
 def _reasoning(value: Any) -> dict[str, Any]:
-    if value is None:
-        return {"effort": None, "summary": None}
-    if not isinstance(value, dict):
-        raise invalid_type("reasoning", "an object", value)
-    for key in value:
-        if key not in ("effort", "summary", "generate_summary"):
-            raise InvalidRequest(f"Unknown parameter: 'reasoning.{key}'.", param=f"reasoning.{key}")
-    effort = value.get("effort")
-    if effort is not None and effort not in REASONING_EFFORTS:
-        raise InvalidRequest(
-            f"Invalid value for 'reasoning.effort': {effort!r}. Supported values are: 'low', 'medium' and 'high'.",
-            param="reasoning.effort",
-            code="invalid_value",
-        )
-    for key in ("summary", "generate_summary"):
-        if value.get(key) is not None:
-            # gpt-oss streams its raw chain of thought as reasoning_text; it has no summarizer.
-            raise InvalidRequest(
-                f"'reasoning.{key}' is not supported: gpt-oss returns its reasoning as reasoning_text content.",
-                param=f"reasoning.{key}",
-            )
-    return {"effort": effort, "summary": None}
+    """Every effort the SDK names is accepted and echoed; harmony knows low, medium and
+    high, onto which the others map (harmony/prompt.HARMONY_EFFORT). ``generate_summary``
+    is the SDK's deprecated name of ``summary``."""
+    value = value or {}
+    reasoning = {"effort": value.get("effort"), "summary": value.get("summary") or value.get("generate_summary")}
+    if value.get("context") is not None:
+        reasoning["context"] = value["context"]
+    return reasoning
+
+
+def _client_metadata(value: Any) -> dict[str, str]:
+    if value and len(value) > MAX_CLIENT_METADATA_PAIRS:
+        raise InvalidRequest(f"'client_metadata' can have at most {MAX_CLIENT_METADATA_PAIRS} pairs.",
+                             param="client_metadata", code="object_above_max_properties")
+    for key, item in (value or {}).items():
+        if len(key) > MAX_METADATA_KEY or len(item) > MAX_METADATA_VALUE:
+            raise InvalidRequest(f"client_metadata keys can be at most {MAX_METADATA_KEY} characters and values "
+                                 f"{MAX_METADATA_VALUE}.", param=f"client_metadata.{key}")
+    return dict(value or {})
 
 
 def parse_metadata(value: Any) -> dict[str, str]:
@@ -357,103 +296,70 @@ def parse_metadata(value: Any) -> dict[str, str]:
 
 
 def _text(value: Any, model: str) -> dict[str, Any]:
-    if value is None:
-        return {"format": {"type": "text"}}
-    if not isinstance(value, dict):
-        raise invalid_type("text", "an object", value)
-    for key in value:
-        if key not in ("format", "verbosity"):
-            raise InvalidRequest(f"Unknown parameter: 'text.{key}'.", param=f"text.{key}")
-    if value.get("verbosity") not in (None, "medium"):
-        raise InvalidRequest("'text.verbosity' is not supported by gpt-oss.", param="text.verbosity")
-    text_format = value.get("format") or {"type": "text"}
-    if not isinstance(text_format, dict):
-        raise invalid_type("text.format", "an object", text_format)
-    kind = text_format.get("type")
-    if kind == "text" and len(text_format) == 1:
-        return {"format": {"type": "text"}}
-    if kind not in ("json_schema", "json_object"):
-        raise InvalidRequest(f"Invalid value for 'text.format': {text_format!r}.", param="text.format",
-                             code="invalid_value")
+    """``text``: its format, and ``verbosity`` (said to the model in its instructions:
+    harmony/prompt.VERBOSITY)."""
+    value = value or {}
+    text: dict[str, Any] = {"format": _text_format(value.get("format") or {"type": "text"}, model)}
+    if value.get("verbosity") is not None:
+        text["verbosity"] = value["verbosity"]
+    return text
+
+
+def _text_format(text_format: dict[str, Any], model: str) -> dict[str, Any]:
+    kind = text_format["type"]
+    if kind == "text":
+        return {"type": "text"}
     if settings.MODEL_REGISTRY[model]["engine"] != "vllm":
         raise InvalidRequest(f"The model '{model}' does not support structured outputs (text.format '{kind}').",
                              param="text.format.type")
     if kind == "json_object":
-        if len(text_format) != 1:
-            raise InvalidRequest("text.format of type 'json_object' takes no other fields.", param="text.format")
-        return {"format": {"type": "json_object"}}
-    return {"format": _json_schema_format(text_format)}
-
-
-def _json_schema_format(text_format: dict[str, Any]) -> dict[str, Any]:
-    for key in text_format:
-        if key not in ("type", "name", "schema", "description", "strict"):
-            raise InvalidRequest(f"Unknown parameter: 'text.format.{key}'.", param=f"text.format.{key}")
-    name = text_format.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+        return {"type": "json_object"}
+    name = text_format["name"]
+    if not NAME_PATTERN.match(name):
         raise InvalidRequest("'text.format.name' must match ^[a-zA-Z0-9_-]{1,64}$.", param="text.format.name")
-    schema = text_format.get("schema")
-    if not isinstance(schema, dict):
-        raise invalid_type("text.format.schema", "an object", schema)
-    description = text_format.get("description")
-    if description is not None and not isinstance(description, str):
-        raise invalid_type("text.format.description", "a string", description)
-    strict = text_format.get("strict")
-    if strict is not None and not isinstance(strict, bool):
-        raise invalid_type("text.format.strict", "a boolean", strict)
-    check_json_schema(schema)
-    result = {"type": "json_schema", "name": name, "schema": schema, "strict": bool(strict)}
-    if description is not None:
-        result["description"] = description
+    check_json_schema(text_format["schema"])
+    result = {"type": "json_schema", "name": name, "schema": text_format["schema"],
+              "strict": bool(text_format.get("strict"))}
+    if text_format.get("description") is not None:
+        result["description"] = text_format["description"]
     return result
 
 
-def _truncation(value: Any) -> str:
-    if value in (None, "disabled", "auto"):
-        return value or "disabled"
-    raise InvalidRequest(f"Invalid value for 'truncation': {value!r}.", param="truncation", code="invalid_value")
-
-
-def _service_tier(value: Any) -> str:
-    if value in (None, "auto", "default"):
-        return "default"
-    raise InvalidRequest(f"service_tier {value!r} is not supported; use 'auto' or 'default'.", param="service_tier")
-
-
-def _top_logprobs(value: Any) -> int:
-    if value in (None, 0):
-        return 0
-    raise InvalidRequest("'top_logprobs' is not supported by this server yet.", param="top_logprobs")
-
-
 def _include(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if not isinstance(value, list):
-        raise invalid_type("include", "an array", value)
-    for index, entry in enumerate(value):
-        if not isinstance(entry, str) or entry not in INCLUDE_VALUES:
-            raise InvalidRequest(f"Invalid value for 'include[{index}]': {entry!r}.", param=f"include[{index}]",
-                                 code="invalid_value")
+    for index, entry in enumerate(value or []):
         if entry not in SUPPORTED_INCLUDE_VALUES:
             raise InvalidRequest(f"include value {entry!r} is not supported by this server yet.",
                                  param=f"include[{index}]")
-    return sorted(set(value))
+    return sorted(set(value or []))
 
 
 # --- input items ----------------------------------------------------------------------------
 
 
-def parse_input(value: Any, param: str = "input") -> list[dict[str, Any]]:
+def parse_input(value: Any, param: str = "input", references: bool = False) -> list[dict[str, Any]]:
     """``input`` as the input items a response stores (ids given where missing); also the
-    items added to a conversation (``param`` names them in errors)."""
+    items added to a conversation (``param`` names them in errors). ``references``: a
+    create's ``item_reference`` items are kept, for services.resolve_references."""
     if value is None:
         return []
     if isinstance(value, str):
         return [_message_item("user", [{"type": "input_text", "text": value}], None)]
     if not isinstance(value, list):
         raise invalid_type(param, "a string or an array", value)
-    return [_servable(_input_item(item, f"{param}[{index}]"), f"{param}[{index}]") for index, item in enumerate(value)]
+    return [_reference(item, f"{param}[{index}]") if references and _is_reference(item)
+            else _servable(_input_item(item, f"{param}[{index}]"), f"{param}[{index}]")
+            for index, item in enumerate(value)]
+
+
+def _is_reference(item: Any) -> bool:
+    """An item_reference; the SDK lets it leave out its ``type``."""
+    return isinstance(item, dict) and (item.get("type") == "item_reference" or set(item) == {"id"})
+
+
+def _reference(item: dict[str, Any], param: str) -> dict[str, Any]:
+    if not isinstance(item.get("id"), str) or not item["id"]:
+        raise invalid_type(f"{param}.id", "a non-empty string", item.get("id"))
+    return {"type": "item_reference", "id": item["id"]}
 
 
 def _servable(item: dict[str, Any], param: str) -> dict[str, Any]:
@@ -481,6 +387,7 @@ def _input_item(item: Any, param: str) -> dict[str, Any]:
             "type": "function_call",
             "call_id": _item_str(item, "call_id", param),
             "name": _item_str(item, "name", param),
+            **({"namespace": _item_str(item, "namespace", param)} if item.get("namespace") is not None else {}),
             "arguments": _item_str(item, "arguments", param, allow_empty=True),
             "status": "completed",
         }

@@ -1,8 +1,10 @@
 """Validation of a create request's ``tools`` and ``tool_choice``, and of the tool items a
-client may send back (``mcp_approval_response``).
+client may send back (``mcp_approval_response``). Their structure is checked already
+(validation/sdk_types); this module checks what this server can run.
 
-Function tools run on the client; code_interpreter, mcp and web_search run in the worker's
-tool loop. Tool types this server does not run are refused by name with a 400.
+Function tools (alone or grouped in a ``namespace``) run on the client; code_interpreter,
+mcp and web_search run in the worker's tool loop. Tool types this server does not run are
+refused by name with a 400.
 """
 
 from __future__ import annotations
@@ -14,10 +16,8 @@ from responses_app.ids import new_id
 from responses_app.tool_types import NAME_PATTERN, WEB_SEARCH_TYPES
 from responses_app.validation.mcp_tool import validate_mcp_tool
 
-# Tool types of the Responses API that this server does not run (yet).
-UNSUPPORTED_TOOL_TYPES = frozenset({"file_search", "image_generation", "computer_use", "computer_use_preview",
-                                    "local_shell", "shell", "custom", "apply_patch"})
-SEARCH_CONTEXT_SIZES = ("low", "medium", "high")
+# Harmony namespaces that tools of other kinds own: no namespace tool or MCP server may take them.
+RESERVED_NAMESPACES = frozenset({"functions", "python", "browser", "container"})
 
 
 # --- tools -------------------------------------------------------------------------------------
@@ -30,38 +30,34 @@ def validate_tools(value: Any) -> list[dict[str, Any]]:
         raise invalid_type("tools", "an array", value)
     tools: list[dict[str, Any]] = []
     function_names: set[str] = set()
-    server_labels: set[str] = set()
+    namespaces: set[str] = set()
     for index, tool in enumerate(value):
         param = f"tools[{index}]"
-        if not isinstance(tool, dict):
-            raise invalid_type(param, "an object", tool)
-        tool_type = tool.get("type")
-        if not isinstance(tool_type, str):
-            raise invalid_type(f"{param}.type", "a string", tool_type)
-        if tool_type in UNSUPPORTED_TOOL_TYPES:
-            raise InvalidRequest(f"Tool type '{tool_type}' is not supported by this server yet.",
-                                 param=f"{param}.type", code="unsupported_tool_type")
+        tool_type = tool["type"]
         if tool_type == "function":
             tool = function_tool(tool, param)
             _unique(tool["name"], function_names, f"Duplicate function name '{tool['name']}'.", f"{param}.name")
+        elif tool_type == "namespace":
+            tool = _namespace_tool(tool, param)
+            _unique(tool["name"], namespaces, f"Duplicate namespace '{tool['name']}'.", f"{param}.name")
         elif tool_type == "code_interpreter":
             tool = _code_interpreter_tool(tool, param)
         elif tool_type in WEB_SEARCH_TYPES:
-            tool = _web_search_tool(tool, param)
+            tool = _web_search_tool(tool)
         elif tool_type == "mcp":
             tool = validate_mcp_tool(tool, param)
-            _unique(tool["server_label"], server_labels, f"Duplicate MCP server_label '{tool['server_label']}'.",
-                    f"{param}.server_label")
+            _unique(tool["server_label"], namespaces, f"Duplicate namespace or MCP server_label "
+                    f"'{tool['server_label']}'.", f"{param}.server_label")
         else:
-            raise InvalidRequest(f"Invalid value for '{param}.type': {tool_type!r}.", param=f"{param}.type",
-                                 code="invalid_value")
+            raise InvalidRequest(f"Tool type '{tool_type}' is not supported by this server yet.",
+                                 param=f"{param}.type", code="unsupported_tool_type")
         tools.append(tool)
     for singleton in ("code_interpreter", "web_search"):
         if sum(1 for tool in tools if _family(tool["type"]) == singleton) > 1:
             raise InvalidRequest(f"At most one {singleton} tool may be given.", param="tools")
-    # MCP labels name harmony namespaces beside the built-in ones.
-    for label in server_labels & {"functions", "python", "browser"}:
-        raise InvalidRequest(f"The MCP server_label '{label}' is reserved.", param="tools")
+    # Namespaces and MCP labels name harmony namespaces beside the built-in ones.
+    for name in namespaces & RESERVED_NAMESPACES:
+        raise InvalidRequest(f"The namespace '{name}' is reserved.", param="tools")
     return tools
 
 
@@ -83,19 +79,17 @@ def _known_keys(tool: dict, param: str, keys: tuple[str, ...]) -> None:
 
 
 def function_tool(tool: dict, param: str) -> dict[str, Any]:
-    _known_keys(tool, param, ("type", "name", "description", "parameters", "strict"))
-    name = tool.get("name")
-    if not isinstance(name, str) or not NAME_PATTERN.match(name):
+    """A function tool as stored and echoed: ``defer_loading``, ``allowed_callers`` and
+    ``output_schema`` serve OpenAI's tool search and programmatic calling, which this
+    server does not run; every function is offered to the model directly."""
+    name = tool["name"]
+    if not NAME_PATTERN.match(name):
         raise InvalidRequest(f"'{param}.name' must match ^[a-zA-Z0-9_-]{{1,64}}$.", param=f"{param}.name")
     description = tool.get("description")
-    if description is not None and not isinstance(description, str):
-        raise invalid_type(f"{param}.description", "a string", description)
     parameters = tool.get("parameters")
     if parameters is not None and not isinstance(parameters, dict):
         raise invalid_type(f"{param}.parameters", "an object", parameters)
     strict = tool.get("strict")
-    if strict is not None and not isinstance(strict, bool):
-        raise invalid_type(f"{param}.strict", "a boolean", strict)
     return {
         "type": "function",
         "name": name,
@@ -103,6 +97,24 @@ def function_tool(tool: dict, param: str) -> dict[str, Any]:
         "parameters": parameters or {"type": "object", "properties": {}},
         "strict": True if strict is None else strict,
     }
+
+
+def _namespace_tool(tool: dict, param: str) -> dict[str, Any]:
+    """A group of function tools: a harmony namespace of its own, whose calls come back as
+    ``function_call`` items that name it in ``namespace``."""
+    name = tool["name"]
+    if not NAME_PATTERN.match(name):
+        raise InvalidRequest(f"'{param}.name' must match ^[a-zA-Z0-9_-]{{1,64}}$.", param=f"{param}.name")
+    functions: list[dict[str, Any]] = []
+    names: set[str] = set()
+    for index, member in enumerate(tool.get("tools") or []):
+        member = function_tool({**member, "type": "function"}, f"{param}.tools[{index}]")
+        _unique(member["name"], names, f"Duplicate function name '{member['name']}' in namespace '{name}'.",
+                f"{param}.tools[{index}].name")
+        functions.append(member)
+    if not functions:
+        raise InvalidRequest(f"The namespace '{name}' has no tools.", param=f"{param}.tools")
+    return {"type": "namespace", "name": name, "description": tool["description"], "tools": functions}
 
 
 def _code_interpreter_tool(tool: dict, param: str) -> dict[str, Any]:
@@ -128,20 +140,12 @@ def _code_interpreter_tool(tool: dict, param: str) -> dict[str, Any]:
     return {"type": "code_interpreter", "container": {"type": "auto"}}
 
 
-def _web_search_tool(tool: dict, param: str) -> dict[str, Any]:
-    _known_keys(tool, param, ("type", "search_context_size", "user_location", "filters"))
-    size = tool.get("search_context_size", "medium")
-    if size not in SEARCH_CONTEXT_SIZES:
-        raise InvalidRequest(f"Invalid value for '{param}.search_context_size': {size!r}.",
-                             param=f"{param}.search_context_size", code="invalid_value")
-    for key in ("user_location", "filters"):
-        if tool.get(key) is not None and not isinstance(tool[key], dict):
-            raise invalid_type(f"{param}.{key}", "an object", tool[key])
-    result = {"type": tool["type"], "search_context_size": size}
-    if tool.get("user_location") is not None:
-        result["user_location"] = tool["user_location"]
-    if tool.get("filters") is not None:
-        result["filters"] = tool["filters"]
+def _web_search_tool(tool: dict) -> dict[str, Any]:
+    """``external_web_access: false`` keeps the search on the offline index (tools_app)."""
+    result = {"type": tool["type"], "search_context_size": tool.get("search_context_size") or "medium"}
+    for key in ("user_location", "filters", "external_web_access"):
+        if tool.get(key) is not None:
+            result[key] = tool[key]
     return result
 
 

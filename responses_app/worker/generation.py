@@ -112,9 +112,13 @@ class Generation:
             max_tokens=self.budget,
             temperature=request.get("temperature"),
             top_p=request.get("top_p"),
+            presence_penalty=request.get("presence_penalty"),
+            frequency_penalty=request.get("frequency_penalty"),
             stop_token_ids=stop_token_ids(),
             metadata=request.get("metadata") or {},
         )
+        self.function_namespaces = frozenset(tool["name"] for tool in request.get("tools", [])
+                                             if tool["type"] == "namespace")
         self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}
         self.toolbox = Toolbox(response, builder, history, flush=self._flush,
                                wait=lambda work: run_in_thread(work, writer.tick))
@@ -153,7 +157,7 @@ class Generation:
         return max(self.budget - sum(parser.output_tokens for parser in self.parsers), 0)
 
     def _turn(self, prompt: list[int], prefill: list[int], request_id: str) -> TurnEnd:
-        self.parsers.append(OutputParser())
+        self.parsers.append(OutputParser(function_namespaces=self.function_namespaces))
         self.tokens = []
         if self._remaining() == 0:  # the earlier turns spent the budget
             return TurnEnd([], status=ResponseStatus.INCOMPLETE, details={"reason": "max_output_tokens"})

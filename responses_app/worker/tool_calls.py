@@ -201,7 +201,8 @@ class Toolbox:
             from tools_app.browser.default_backend import default_backend
             from tools_app.browser.session import BrowserSession
 
-            session = BrowserSession(default_backend(self.response.tenant_id))
+            external = (self.web_search or {}).get("external_web_access", True)
+            session = BrowserSession(default_backend(self.response.tenant_id, external=external))
             self._browser = session
             self.builder.annotator = lambda text: url_citations(text, session)
         return self._browser

@@ -78,8 +78,12 @@ def body(**fields: Any) -> dict[str, Any]:
     return {name: value for name, value in base.items() if value is not ...}
 
 
-REFUSED_TOOL_TYPES = ["file_search", "image_generation", "computer_use", "computer_use_preview", "local_shell",
-                      "shell", "custom", "apply_patch"]
+# Each in the smallest shape the SDK types: what is refused is the tool, not its shape.
+REFUSED_TOOLS = [{"type": "file_search", "vector_store_ids": ["vs_1"]}, {"type": "image_generation"},
+                 {"type": "computer"}, {"type": "local_shell"}, {"type": "shell"},
+                 {"type": "computer_use_preview", "display_height": 768, "display_width": 1024,
+                  "environment": "linux"},
+                 {"type": "custom", "name": "patch"}, {"type": "apply_patch"}, {"type": "tool_search"}]
 
 # (case id, request body: raw bytes or a JSON value, expected status, expected param, words the message names)
 BAD_CREATES = [
@@ -105,27 +109,30 @@ BAD_CREATES = [
     pytest.param(body(input=user_message(7)), 400, "input[0].content", [], id="content-not-string-or-array"),
     pytest.param(body(input=user_message([{"type": "input_video", "text": "x"}])), 400,
                  "input[0].content[0].type", ["input_video"], id="unknown-content-part-type"),
-    pytest.param(body(input=user_message([{"type": "input_image", "image_url": "https://example.com/a.png"}])),
+    pytest.param(body(input=user_message([{"type": "input_image", "image_url": "https://example.com/a.png",
+                                           "detail": "auto"}])),
                  400, "input[0].content[0].type", ["input_image"], id="input-image-content"),
     pytest.param(body(input=user_message([{"type": "input_file", "file_id": "file-1"}])),
                  400, "input[0].content[0].type", ["input_file"], id="input-file-content"),
     pytest.param(body(input=user_message([{"type": "input_text", "text": 3}])), 400,
                  "input[0].content[0].text", [], id="input-text-not-a-string"),
     pytest.param(body(input=[{"type": "telepathy"}]), 400, "input[0].type", ["telepathy"], id="unknown-item-type"),
-    pytest.param(body(input=[{"type": "item_reference", "id": "msg_1"}]), 400, "input[0].type",
-                 ["item_reference"], id="unsupported-item-type"),
+    pytest.param(body(input=[{"type": "local_shell_call_output", "id": "lsh_1", "output": "ok"}]), 400,
+                 "input[0].type", ["local_shell_call_output"], id="unsupported-item-type"),
+    pytest.param(body(input=[{"type": "item_reference", "id": "msg_1"}]), 404, "input[0].id", ["msg_1"],
+                 id="item-reference-unknown"),
+    pytest.param(body(input=[{"id": "msg_1"}]), 404, "input[0].id", ["msg_1"], id="item-reference-untyped-unknown"),
     pytest.param(body(input=[{"type": "function_call_output", "call_id": "call_1", "output": 5}]), 400,
                  "input[0].output", [], id="function-call-output-not-a-string"),
     pytest.param(body(input=[{"type": "function_call", "name": "f", "arguments": "{}"}]), 400,
                  "input[0].call_id", [], id="function-call-without-call-id"),
-    pytest.param(body(input=[{"type": "reasoning", "summary": [], "encrypted_content": "gAAA"}]), 400,
+    pytest.param(body(input=[{"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": "gAAA"}]), 400,
                  "input[0].encrypted_content", [], id="encrypted-reasoning"),
     pytest.param(body(tools={"type": "function", "name": "f"}), 400, "tools", ["tools"], id="tools-not-an-array"),
     pytest.param(body(tools=[{"type": "teleport"}]), 400, "tools[0].type", ["teleport"], id="unknown-tool-type"),
     *[
-        pytest.param(body(tools=[{"type": tool_type}]), 400, "tools[0].type", [tool_type],
-                     id=f"refused-tool-{tool_type}")
-        for tool_type in REFUSED_TOOL_TYPES
+        pytest.param(body(tools=[tool]), 400, "tools[0].type", [tool["type"]], id=f"refused-tool-{tool['type']}")
+        for tool in REFUSED_TOOLS
     ],
     pytest.param(body(tools=[{"type": "code_interpreter"}]), 400, "tools[0].container", ["container"],
                  id="code-interpreter-without-container"),
@@ -190,13 +197,12 @@ BAD_CREATES = [
     pytest.param(body(instructions=["be nice"]), 400, "instructions", [], id="instructions-not-a-string"),
     pytest.param(body(text={"format": {"type": "json_schema", "name": "x", "schema": {"type": "object"}}}), 400,
                  "text.format.type", ["json_schema"], id="text-format-json-schema"),
-    pytest.param(body(text={"format": {"type": "yaml"}}), 400, "text.format", [], id="text-format-unknown"),
+    pytest.param(body(text={"format": {"type": "yaml"}}), 400, "text.format.type", [], id="text-format-unknown"),
     pytest.param(body(tool_choice="sometimes"), 400, "tool_choice", ["sometimes"], id="tool-choice-invalid"),
     pytest.param(body(tool_choice=5), 400, "tool_choice", [], id="tool-choice-a-number"),
     pytest.param(body(include=["bogus.value"]), 400, "include[0]", ["bogus.value"], id="include-bogus-value"),
     pytest.param(body(include="reasoning.encrypted_content"), 400, "include", [], id="include-not-an-array"),
     pytest.param(body(truncation="sometimes"), 400, "truncation", [], id="truncation-invalid"),
-    pytest.param(body(service_tier="flex"), 400, "service_tier", ["flex"], id="service-tier-unsupported"),
     pytest.param(body(user="u" * 257), 400, "user", [], id="user-too-long"),
     pytest.param(body(previous_response_id=7), 400, "previous_response_id", [], id="previous-response-id-a-number"),
     pytest.param(body(previous_response_id="resp_doesnotexist0000000000000000"), 404, "previous_response_id",

@@ -414,3 +414,18 @@ def test_the_default_backend_is_the_configured_local_index(tmp_path: Path, setti
 
     assert isinstance(backend, LocalIndexBackend)
     assert backend.open(GRAVITY.url) == GRAVITY
+
+
+@pytest.mark.django_db
+def test_external_web_access_false_keeps_search_on_the_local_index(tmp_path: Path, settings) -> None:
+    # A configured MCP search server would be used otherwise (an unknown label raises).
+    settings.WEB_SEARCH_MCP_SERVER = "no-such-server"
+    settings.WEB_SEARCH_INDEX_PATH = tmp_path / "offline.sqlite3"
+    LocalIndex(settings.WEB_SEARCH_INDEX_PATH).add([GRAVITY])
+
+    with pytest.raises(BackendError):
+        default_backend(tenant_id=1)
+    backend = default_backend(tenant_id=1, external=False)
+
+    assert isinstance(backend, LocalIndexBackend)
+    assert backend.open(GRAVITY.url) == GRAVITY

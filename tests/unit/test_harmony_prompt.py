@@ -8,7 +8,7 @@ import threading
 import pytest
 
 from responses_app.harmony.encoding import get_encoding, special_token_id, stop_token_ids
-from responses_app.harmony.prompt import PromptError, PromptRequest, render_prompt
+from responses_app.harmony.prompt import VERBOSITY, PromptError, PromptRequest, render_prompt
 
 WEATHER_TOOL = {
     "type": "function",
@@ -84,6 +84,36 @@ def test_reasoning_effort_defaults_to_medium():
 def test_unknown_reasoning_effort_is_a_prompt_error():
     with pytest.raises(PromptError, match="reasoning effort"):
         render_prompt(PromptRequest(history=[user("hi")], reasoning_effort="extreme"))
+
+
+@pytest.mark.parametrize(("effort", "harmony"), [("none", "low"), ("minimal", "low"), ("xhigh", "high"),
+                                                 ("max", "high")])
+def test_efforts_beyond_harmonys_three_map_to_the_nearest(effort, harmony):
+    assert f"Reasoning: {harmony}" in text_of(PromptRequest(history=[user("hi")], reasoning_effort=effort))
+
+
+@pytest.mark.parametrize("verbosity", ["low", "high"])
+def test_text_verbosity_is_asked_for_in_the_developer_message(verbosity):
+    text = text_of(PromptRequest(history=[user("hi")], instructions="Be kind.", verbosity=verbosity))
+    developer = text.split("<|start|>developer<|message|>", 1)[1].split("<|end|>", 1)[0]
+    assert f"Be kind.\n\n{VERBOSITY[verbosity]}" in developer
+    assert "<|start|>developer" not in text_of(PromptRequest(history=[user("hi")], verbosity="medium"))
+
+
+def test_a_namespace_tool_is_a_harmony_namespace_and_its_calls_are_addressed_to_it():
+    namespace = {"type": "namespace", "name": "agents", "description": "Helpers.",
+                 "tools": [{**WEATHER_TOOL, "name": "spawn"}]}
+    call = {"type": "function_call", "call_id": "c1", "namespace": "agents", "name": "spawn", "arguments": "{}"}
+    output = {"type": "function_call_output", "call_id": "c1", "output": "ok"}
+
+    text = text_of(PromptRequest(history=[user("hi"), call, output], tools=[namespace]))
+
+    developer = text.split("<|start|>developer<|message|>", 1)[1].split("<|end|>", 1)[0]
+    assert "## agents\n\n// Helpers.\nnamespace agents {" in developer and "type spawn = " in developer
+    assert "<|start|>assistant to=agents.spawn<|channel|>commentary" in text
+    assert "<|start|>agents.spawn to=assistant<|channel|>commentary<|message|>ok<|end|>" in text
+    none = text_of(PromptRequest(history=[user("hi")], tools=[namespace], tool_choice="none"))
+    assert "namespace agents" not in none
 
 
 def test_no_developer_message_without_instructions_or_tools():

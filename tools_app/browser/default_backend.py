@@ -11,16 +11,17 @@ from django.conf import settings
 from tools_app.browser.backends import BackendError, SearchBackend
 
 
-def default_backend(tenant_id: int) -> SearchBackend:
+def default_backend(tenant_id: int, external: bool = True) -> SearchBackend:
     """The backend web_search uses for `tenant_id`.
 
     The local SQLite index unless settings.WEB_SEARCH_MCP_SERVER names the label of a
-    registered MCP server, in which case search goes through that server; when that
+    registered MCP server and `external` (the tool's ``external_web_access``, which asks
+    for the offline index when false), in which case search goes through that server; when that
     server cannot be used (unknown label, refused URL) this raises BackendError. The
     imports are local because the MCP modules are heavy, and the local index needs none.
     """
     label = getattr(settings, "WEB_SEARCH_MCP_SERVER", "") or ""
-    if label:
+    if label and external:
         from tools_app.browser.mcp_backend import McpSearchBackend
         from tools_app.mcp.client import McpError
         from tools_app.mcp.servers import server_for_tool

@@ -1,0 +1,113 @@
+"""What today's Responses clients send, through the openai SDK against the live stack:
+every field the SDK types, the fields clients add (Codex's client_metadata, the Open
+Responses penalties), item references, namespace tools and offline web search."""
+
+from __future__ import annotations
+
+import openai
+import pytest
+
+from tests.e2e.helpers import reasoning_and_answer
+
+pytestmark = pytest.mark.core
+
+NAMESPACE_TOOL = {
+    "type": "namespace", "name": "multi_agent_v1", "description": "Agents that work beside you.",
+    "tools": [{"type": "function", "name": "close_agent", "description": "Close an agent.", "strict": False,
+               "parameters": {"type": "object", "properties": {"id": {"type": "string"}}}}],
+}
+
+
+def namespace_call_then_answer(arguments: str, answer: str) -> str:
+    return (f"<|channel|>commentary to=multi_agent_v1.close_agent <|constrain|>json<|message|>{arguments}<|call|>"
+            f"<|start|>assistant<|channel|>final<|message|>{answer}<|return|>")
+
+
+def test_every_field_of_the_sdk_and_of_todays_clients_is_accepted_and_echoed(alice):
+    response = alice.responses.create(
+        model="echo", input="Hello", store=True,
+        reasoning={"effort": "xhigh", "summary": "auto"},
+        text={"verbosity": "low", "format": {"type": "text"}},
+        prompt_cache_key="session-1", prompt_cache_retention="24h", prompt_cache_options={"ttl": "30m"},
+        safety_identifier="user-1", service_tier="flex", top_logprobs=0, access_programs={"cyber": "standard"},
+        extra_body={"client_metadata": {"session_id": "s-1", "installation_id": "i-1"},
+                    "presence_penalty": 0.5, "frequency_penalty": -0.25},
+    )
+
+    assert response.status == "completed"
+    echoed = alice.responses.retrieve(response.id).to_dict()
+    assert echoed["reasoning"] == {"effort": "xhigh", "summary": "auto"}
+    assert echoed["text"] == {"format": {"type": "text"}, "verbosity": "low"}
+    assert (echoed["prompt_cache_key"], echoed["prompt_cache_retention"]) == ("session-1", "24h")
+    assert echoed["service_tier"] == "default"  # the tier it ran on: this server has one
+    assert (echoed["presence_penalty"], echoed["frequency_penalty"]) == (0.5, -0.25)
+
+
+@pytest.mark.parametrize("effort", ["none", "minimal", "low", "medium", "high", "xhigh"])
+def test_every_reasoning_effort_the_sdk_names_runs(alice, effort):
+    response = alice.responses.create(model="echo", input="Hi", reasoning={"effort": effort})
+    assert response.status == "completed" and response.reasoning.effort == effort
+
+
+def test_a_field_no_sdk_and_no_client_defines_is_still_a_400_naming_it(alice):
+    with pytest.raises(openai.BadRequestError) as raised:
+        alice.responses.create(model="echo", input="Hi", extra_body={"temprature": 0.2})
+    assert raised.value.body["param"] == "temprature" and raised.value.body["code"] == "unknown_parameter"
+    with pytest.raises(openai.BadRequestError) as raised:
+        alice.responses.create(model="echo", input="Hi", extra_body={"presence_penalty": 2.5})
+    assert raised.value.body["param"] == "presence_penalty"
+
+
+@pytest.mark.parametrize(("field", "value"), [("prompt", {"id": "pmpt_1"}),
+                                               ("moderation", {"model": "omni-moderation-latest"})])
+def test_fields_whose_meaning_this_server_cannot_honour_are_refused_saying_why(alice, field, value):
+    with pytest.raises(openai.BadRequestError) as raised:
+        alice.responses.create(model="echo", input="Hi", extra_body={field: value})
+    assert raised.value.body["param"] == field
+
+
+def test_an_item_reference_stands_for_a_stored_item_of_the_tenant(alice, bob):
+    first = alice.responses.create(model="echo", input=reasoning_and_answer("Think.", "Paris is the capital."))
+    message = first.output[-1]
+
+    # As the Vercel AI SDK sends earlier items with store=true: by reference, typed or not.
+    second = alice.responses.create(model="echo", input=[
+        {"type": "item_reference", "id": first.output[0].id}, {"id": message.id},
+        {"role": "user", "content": "And of Italy?"}])
+
+    assert second.status == "completed"
+    stored = [item.to_dict() for item in alice.responses.input_items.list(second.id, order="asc").data]
+    assert [item["id"] for item in stored[:2]] == [first.output[0].id, message.id]
+    assert stored[1]["content"][0]["text"] == "Paris is the capital."
+    # Another tenant's item is not found, and nothing is written for it.
+    with pytest.raises(openai.NotFoundError) as raised:
+        bob.responses.create(model="echo", input=[{"type": "item_reference", "id": message.id}])
+    assert raised.value.body["param"] == "input[0].id"
+
+
+def test_a_namespace_tool_call_names_its_namespace_and_continues_the_conversation(alice):
+    first = alice.responses.create(model="echo", tools=[NAMESPACE_TOOL], store=False,
+                                   input=namespace_call_then_answer('{"id": "a1"}', "Closed."))
+
+    [call] = [item for item in first.output if item.type == "function_call"]
+    assert (call.namespace, call.name, call.arguments) == ("multi_agent_v1", "close_agent", '{"id": "a1"}')
+    assert first.tools[0].to_dict()["tools"][0]["name"] == "close_agent"
+
+    # Codex resends the whole history with store=false, the call naming its namespace.
+    second = alice.responses.create(model="echo", tools=[NAMESPACE_TOOL], store=False, input=[
+        {"role": "user", "content": namespace_call_then_answer('{"id": "a1"}', "Closed.")},
+        call.to_dict(), {"type": "function_call_output", "call_id": call.call_id, "output": "closed"}])
+    assert second.status == "completed" and second.output_text == "Closed."
+
+
+@pytest.mark.parametrize("name", ["functions", "python", "browser"])
+def test_a_namespace_may_not_take_the_name_of_a_built_in_one(alice, name):
+    with pytest.raises(openai.BadRequestError):
+        alice.responses.create(model="echo", input="Hi", tools=[{**NAMESPACE_TOOL, "name": name}])
+
+
+def test_web_search_without_external_access_is_accepted_and_echoed(alice):
+    response = alice.responses.create(model="echo", input="Hi",
+                                      tools=[{"type": "web_search", "external_web_access": False}])
+    assert response.status == "completed"
+    assert response.tools[0].to_dict()["external_web_access"] is False
