@@ -31,6 +31,11 @@ SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-insecure-change-me")
 # Keys are hashed with their own secret so that rotating DJANGO_SECRET_KEY (sessions,
 # CSRF) does not invalidate every API key.
 API_KEY_HMAC_SECRET = os.environ.get("API_KEY_HMAC_SECRET", "dev-api-key-secret-change-me")
+# Reasoning returned as encrypted_content (include=["reasoning.encrypted_content"]) is sealed
+# with the first of these secrets and opened with any of them: to rotate, put the new
+# secret first and keep the old one until the clients' stored histories have moved on.
+REASONING_ENCRYPTION_KEYS = [key for key in os.environ.get("REASONING_ENCRYPTION_KEYS", "").split(",") if key] or [
+    SECRET_KEY]
 DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "*").split(",") if h]
 

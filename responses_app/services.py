@@ -39,6 +39,7 @@ from responses_app.retention import unexpired
 from responses_app.selectors import input_items, referenced_item
 from responses_app.stream import doorbell
 from responses_app.stream.builder import EventBuilder
+from responses_app.stream.encrypted_reasoning import Unsealable, reasoning_content
 from responses_app.stream.store import end_response, insert_events
 from responses_app.task_queue import try_enqueue, try_send
 
@@ -82,7 +83,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     # Steering input that waited for this explicit continuation goes first, in submission order.
     same_session = previous is not None and request.socket_session and request.socket_session == previous.socket_session
     steers = steering.pending_input(previous) if same_session else []
-    items = [item for steer in steers for item in steer.input_items] + resolve_references(tenant, request.input_items)
+    items = [item for steer in steers for item in steer.input_items] + resolve_input(tenant, request.input_items)
     earlier = _earlier_items(tenant, request, previous)
     _check_function_call_outputs(earlier, items)
     check_prompt(request.model, params, earlier + items, timezone.now().date())
@@ -139,7 +140,7 @@ def count_input_tokens(tenant: Tenant, request: CreateRequest) -> int:
     same history, checks and rendering as create_response (a read; nothing is written)."""
     previous = _previous_response(tenant, request.previous_response_id)
     earlier = _earlier_items(tenant, request, previous)
-    items = resolve_references(tenant, request.input_items)
+    items = resolve_input(tenant, request.input_items)
     _check_function_call_outputs(earlier, items)
     return check_prompt(request.model, request.params, earlier + items, timezone.now().date())
 
@@ -150,7 +151,7 @@ def start_compaction(tenant: Tenant, request: CreateRequest) -> tuple[Response, 
     and the summary request, truncated "auto" so that an over-long context still compacts.
     Returns it (queued) and the items the compaction keeps verbatim."""
     previous = _previous_response(tenant, request.previous_response_id)
-    context = _earlier_items(tenant, request, previous) + resolve_references(tenant, request.input_items)
+    context = _earlier_items(tenant, request, previous) + resolve_input(tenant, request.input_items)
     turn = CreateRequest(
         model=request.model, input_items=[*context, compaction.summary_request_item()], stream=False,
         background=False, store=False, previous_response_id=None,
@@ -193,15 +194,23 @@ def _previous_response(tenant: Tenant, previous_response_id: str | None) -> Resp
     return previous
 
 
-def resolve_references(tenant: Tenant, input_items: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """The input with each ``item_reference`` replaced by a copy of the item it names, so
-    that the stored input reads the same after the referenced response is gone."""
+def resolve_input(tenant: Tenant, input_items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The input as the model reads it: each ``item_reference`` replaced by a copy of the
+    item it names (so that the stored input reads the same after the referenced response
+    is gone), and each reasoning item's ``encrypted_content`` opened into its content."""
     resolved = []
     for index, item in enumerate(input_items):
         if item["type"] == "item_reference":
             item = referenced_item(tenant, item["id"])
             if item is None:
                 raise NotFound(f"Item with id '{input_items[index]['id']}' not found.", param=f"input[{index}].id")
+        elif item["type"] == "reasoning" and item.get("encrypted_content"):
+            try:
+                item = {**item, "content": reasoning_content(tenant.pk, item["encrypted_content"])}
+            except Unsealable as error:
+                raise InvalidRequest(f"The encrypted_content of input[{index}] cannot be used: {error}.",
+                                     param=f"input[{index}].encrypted_content",
+                                     code="invalid_encrypted_content") from None
         resolved.append(item)
     return resolved
 

@@ -10,6 +10,7 @@ from openai.types.responses import Response as ResponseObject
 from pydantic import TypeAdapter, ValidationError
 
 from responses_app.models import Response
+from responses_app.stream import encrypted_reasoning
 
 _ITEM_ADAPTER: TypeAdapter = TypeAdapter(ResponseItem)
 _CONVERSATION_ITEM_ADAPTER: TypeAdapter = TypeAdapter(ConversationItem)
@@ -40,7 +41,7 @@ def response_object(
         "max_output_tokens": request.get("max_output_tokens"),
         "max_tool_calls": request.get("max_tool_calls"),
         "model": response.model,
-        "output": [public_item(item, include) for item in output],
+        "output": [_with_encrypted_reasoning(public_item(item, include), response, include) for item in output],
         "parallel_tool_calls": request.get("parallel_tool_calls", True),
         "previous_response_id": response.previous_response_id,
         **({"conversation": {"id": response.conversation_id}} if response.conversation_id else {}),
@@ -71,6 +72,16 @@ def response_object(
         if rendered.get(name) is not None:
             rendered[name] = int(rendered[name])
     return rendered
+
+
+def _with_encrypted_reasoning(item: dict[str, Any], response: Response, include: list[str]) -> dict[str, Any]:
+    """A reasoning item sealed on request when its create did not ask for it (a retrieve's
+    ``include``); one whose create asked carries the sealed content it was streamed with."""
+    if (item["type"] != "reasoning" or encrypted_reasoning.INCLUDE not in include or item.get("encrypted_content")
+            or encrypted_reasoning.INCLUDE in (response.request.get("include") or [])):
+        return item
+    return {**item, "encrypted_content": encrypted_reasoning.encrypted_content(response.tenant_id,
+                                                                               item.get("content") or [])}
 
 
 def compacted_object(turn: Response, output: list[dict[str, Any]]) -> dict[str, Any]:

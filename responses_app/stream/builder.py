@@ -18,6 +18,7 @@ from openai.types import responses as types
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
 from responses_app.ids import new_id
 from responses_app.models import Response, ResponseStatus
+from responses_app.stream import encrypted_reasoning
 from responses_app.wire_objects import public_item, response_object
 
 # The lifecycle event that ends a stream for each terminal status. A cancelled response
@@ -224,6 +225,9 @@ class EventBuilder:
             if item["type"] == "reasoning":
                 self._emit(types.ResponseReasoningTextDoneEvent, type="response.reasoning_text.done",
                            content_index=0, text=text, **common)
+                if encrypted_reasoning.INCLUDE in self._include:
+                    item["encrypted_content"] = encrypted_reasoning.encrypted_content(self.response.tenant_id,
+                                                                                      item["content"])
             else:
                 self._annotate(part, common)
                 self._emit(types.ResponseTextDoneEvent, type="response.output_text.done", content_index=0, text=text,

@@ -61,7 +61,8 @@ MAX_INTEGER = 2**31 - 1
 # Item ids are stored in columns of 64 characters (InputItem, ConversationItem).
 MAX_ITEM_ID_LENGTH = 64
 # What the stored items always hold and the wire leaves out unless asked (wire_objects.public_item).
-SUPPORTED_INCLUDE_VALUES = frozenset({"code_interpreter_call.outputs", "web_search_call.action.sources"})
+SUPPORTED_INCLUDE_VALUES = frozenset({"code_interpreter_call.outputs", "web_search_call.action.sources",
+                                      "reasoning.encrypted_content"})
 # What vLLM returns per token at most (its max_logprobs), as OpenAI bounds top_logprobs.
 MAX_TOP_LOGPROBS = 20
 
@@ -339,7 +340,7 @@ def _include(value: Any) -> list[str]:
 def parse_input(value: Any, param: str = "input", references: bool = False) -> list[dict[str, Any]]:
     """``input`` as the input items a response stores (ids given where missing); also the
     items added to a conversation (``param`` names them in errors). ``references``: a
-    create's ``item_reference`` items are kept, for services.resolve_references."""
+    create's ``item_reference`` items are kept, for services.resolve_input."""
     if value is None:
         return []
     if isinstance(value, str):
@@ -459,10 +460,11 @@ def _message_item(role: str, parts: list[dict[str, Any]], item_id: str | None) -
 
 
 def _reasoning_item(item: dict, param: str) -> dict[str, Any]:
-    if item.get("encrypted_content"):
-        raise InvalidRequest("Encrypted reasoning content is not supported by this server.",
-                             param=f"{param}.encrypted_content")
+    """A reasoning item; its ``encrypted_content`` is opened at create
+    (services.resolve_input), where the tenant it was sealed for is known."""
     result: dict[str, Any] = {"id": _item_id(item, param, "rs"), "type": "reasoning", "summary": []}
+    if item.get("encrypted_content") is not None:
+        result["encrypted_content"] = item["encrypted_content"]
     for key, part_type in (("summary", "summary_text"), ("content", "reasoning_text")):
         parts = item.get(key) or []
         if not isinstance(parts, list):

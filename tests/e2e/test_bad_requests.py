@@ -261,7 +261,7 @@ def finished_response(alice) -> Any:
     pytest.param({"stream": "true", "starting_after": "-2"}, "starting_after", id="starting-after-below-minus-1"),
     pytest.param({"starting_after": "0"}, "starting_after", id="starting-after-without-stream"),
     pytest.param({"stream": "maybe"}, "stream", id="stream-not-a-boolean"),
-    pytest.param({"include[]": "reasoning.encrypted_content"}, "include", id="include-unsupported"),
+    pytest.param({"include[]": "message.input_image.image_url"}, "include", id="include-unsupported"),
 ])
 def test_a_bad_retrieve_query_is_400_naming_the_parameter(alice_http, finished_response, query, param):
     response = alice_http.get(f"/responses/{finished_response.id}", params=query)

@@ -111,3 +111,48 @@ def test_web_search_without_external_access_is_accepted_and_echoed(alice):
                                       tools=[{"type": "web_search", "external_web_access": False}])
     assert response.status == "completed"
     assert response.tools[0].to_dict()["external_web_access"] is False
+
+
+# --- stateless continuation: reasoning.encrypted_content ------------------------------------
+
+
+def test_encrypted_reasoning_carries_the_models_reasoning_to_the_next_stateless_turn(alice, bob):
+    script = ("<|channel|>analysis<|message|>The user wants the weather; I will call get_weather for Paris.<|end|>"
+              "<|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json"
+              '<|message|>{"city": "Paris"}<|call|>')
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    first = alice.responses.create(model="echo", input=script, tools=[tool], store=False,
+                                   include=["reasoning.encrypted_content"])
+    reasoning, call = first.output
+    assert reasoning.encrypted_content and reasoning.content[0].text not in reasoning.encrypted_content
+
+    def count(reasoning_item: dict | None) -> int:
+        history = [{"role": "user", "content": script}, *([reasoning_item] if reasoning_item else []),
+                   call.to_dict(), {"type": "function_call_output", "call_id": call.call_id, "output": "20 C"}]
+        return alice.responses.input_tokens.count(model="echo", input=history, tools=[tool]).input_tokens
+
+    # What the client hands back holds no readable reasoning, yet the model reads all of it.
+    sealed = {"type": "reasoning", "id": reasoning.id, "summary": [], "encrypted_content": reasoning.encrypted_content}
+    in_clear = {"type": "reasoning", "id": reasoning.id, "summary": [], "content": reasoning.to_dict()["content"]}
+    assert count(sealed) == count(in_clear) > count(None)
+
+    second = alice.responses.create(model="echo", tools=[tool], store=False, input=[
+        {"role": "user", "content": script}, sealed, call.to_dict(),
+        {"type": "function_call_output", "call_id": call.call_id, "output": "20 C"}])
+    assert second.status == "completed"
+
+    altered = {**sealed, "encrypted_content": sealed["encrypted_content"][:-6] + "AAAAAA"}
+    for client, item in ((alice, altered), (bob, sealed)):  # altered, or another tenant's
+        with pytest.raises(openai.BadRequestError) as raised:
+            client.responses.create(model="echo", input=[item, {"role": "user", "content": "Hi"}], store=False)
+        assert raised.value.body["code"] == "invalid_encrypted_content"
+
+
+def test_a_retrieve_may_ask_for_the_encrypted_reasoning_of_a_stored_response(alice):
+    response = alice.responses.create(model="echo", input="Hi")
+    assert response.output[0].encrypted_content is None
+
+    sealed = alice.responses.retrieve(response.id, include=["reasoning.encrypted_content"]).output[0]
+    history = [{"type": "reasoning", "id": sealed.id, "summary": [], "encrypted_content": sealed.encrypted_content},
+               {"role": "user", "content": "Again"}]
+    assert alice.responses.create(model="echo", input=history, store=False).status == "completed"
