@@ -19,7 +19,7 @@ from django.db import transaction
 from django.db.models import Q, Subquery
 from django.utils import timezone
 
-from responses_app import compaction, lanes, quotas, steering
+from responses_app import compaction, lanes, quotas, socket_sessions, steering
 from responses_app.conversation import check_prompt, history, previous_chain
 from responses_app.conversations import turns
 from responses_app.errors import APIError, InvalidRequest, NotFound
@@ -42,6 +42,7 @@ from responses_app.stream.builder import EventBuilder
 from responses_app.stream.encrypted_reasoning import Unsealable, reasoning_content
 from responses_app.stream.store import end_response, insert_events
 from responses_app.task_queue import try_enqueue, try_send
+from responses_app.worker.token_usage import Usage
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,12 @@ class CreateRequest:
     stream_id: str = ""
     socket_id: str = ""
     joins_lane: bool = True
+    # The store=false response its socket holds (the last one it created), which it may
+    # continue as an Open Responses WebSocket does; "" over HTTP.
+    socket_held_response: str = ""
+    # generate=false (WebSocket): the response is stored with its input and completes at
+    # once with no output, for a later previous_response_id (Codex's prewarm).
+    generate: bool = True
 
 
 def create_response(tenant: Tenant, request: CreateRequest) -> Response:
@@ -79,7 +86,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     The response returned carries ``created_event``: the response.created event it stored
     (sequence 0), which a streaming create sends without reading it back."""
     params = quotas.apply_output_token_limit(tenant, request.params)
-    previous = _previous_response(tenant, request.previous_response_id)
+    previous = _previous_response(tenant, request.previous_response_id, request)
     # Steering input that waited for this explicit continuation goes first, in submission order.
     same_session = previous is not None and request.socket_session and request.socket_session == previous.socket_session
     steers = steering.pending_input(previous) if same_session else []
@@ -93,7 +100,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
         quotas.reserve_background_slot(tenant, request.background)
         on_lane = request.socket_session and request.joins_lane
         ahead = lanes.lane_waits(tenant.pk, request.socket_session, request.stream_id) if on_lane else None
-        waits = deferred or ahead is not None
+        waits = deferred or ahead is not None or not request.generate
         now = timezone.now()
         response = Response.objects.create(
             tenant=tenant,
@@ -129,7 +136,9 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
         builder.lifecycle("response.created", status=ResponseStatus.QUEUED)
         events, _ = builder.drain()
         insert_events(response, events)
-        if not waits:
+        if not request.generate:
+            end_response(response.pk, ResponseStatus.COMPLETED, usage=Usage().as_dict())
+        elif not waits:
             transaction.on_commit(lambda: _send_created(response))
     response.created_event = events[0]
     return response
@@ -179,10 +188,20 @@ def _send_created(response: Response) -> None:
         response.enqueued_at = None
 
 
-def _previous_response(tenant: Tenant, previous_response_id: str | None) -> Response | None:
+def _previous_response(tenant: Tenant, previous_response_id: str | None,
+                       request: CreateRequest | None = None) -> Response | None:
+    """The stored response a create continues; or, over a WebSocket, the store=false
+    response that socket holds (kept while a socket of its session is live:
+    purge_unstored_responses)."""
     if previous_response_id is None:
         return None
-    previous = unexpired(Response.objects.filter(tenant=tenant, pk=previous_response_id, store=True), tenant).first()
+    candidates = Response.objects.filter(tenant=tenant, pk=previous_response_id)
+    held = request is not None and request.socket_held_response == previous_response_id
+    if held:
+        candidates = candidates.filter(Q(store=True) | Q(socket_session=request.socket_session))
+    else:
+        candidates = candidates.filter(store=True)
+    previous = unexpired(candidates, tenant).first()
     if previous is None:
         raise NotFound(f"Previous response with id '{previous_response_id}' not found.",
                        param="previous_response_id", code="previous_response_not_found")
@@ -365,9 +384,14 @@ def cancel_detached() -> int:
 
 
 def purge_unstored_responses() -> int:
-    """Delete store=false responses that ended more than UNSTORED_RETENTION_S ago."""
+    """Delete store=false responses that ended more than UNSTORED_RETENTION_S ago, but
+    those of a WebSocket session with a live socket: it may continue them."""
     cutoff = timezone.now() - timedelta(seconds=settings.UNSTORED_RETENTION_S)
-    deleted, _ = Response.objects.filter(store=False).filter(
-        Q(status__in=TERMINAL_STATUSES, completed_at__lt=cutoff)
-    ).delete()
+    ended = Response.objects.filter(store=False, status__in=TERMINAL_STATUSES, completed_at__lt=cutoff)
+    sessions = set(ended.exclude(socket_session="").values_list("tenant_id", "socket_session").distinct())
+    live = [Q(tenant_id=tenant_id, socket_session=session) for tenant_id, session in sessions
+            if socket_sessions.is_live(tenant_id, session)]
+    for keep in live:
+        ended = ended.exclude(keep)
+    deleted, _ = ended.delete()
     return deleted

@@ -8,12 +8,28 @@ session, their lane (``stream_id``) and the socket following them (``socket_id``
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 from django.db import transaction
 from django.utils import timezone
 
 from responses_app.models import ACTIVE_STATUSES, Response, Tenant
+from responses_app.redis_client import shared_client
+
+
+def presence_key(tenant_id: int, session: str) -> str:
+    """The Redis sorted set of a session's live sockets (api/websocket/presence.py)."""
+    return f"responses:ws:live:{tenant_id}:{session}"
+
+
+def is_live(tenant_id: int, session: str) -> bool:
+    """Whether a socket of the session is open now; True when Redis cannot say, so that
+    what a live socket may still need is kept."""
+    try:
+        return shared_client().zcount(presence_key(tenant_id, session), time.time(), "+inf") > 0
+    except Exception:  # noqa: BLE001  (Redis down: keep)
+        return True
 
 
 @dataclass(frozen=True)

@@ -611,3 +611,26 @@ def test_a_conversation_longer_than_the_model_context_is_refused_before_anything
 
 def user_item(text: str) -> dict[str, Any]:
     return {"type": "message", "role": "user", "content": [{"type": "input_text", "text": text}]}
+
+
+@override_settings(UNSTORED_RETENTION_S=0)
+def test_the_purge_keeps_the_store_false_responses_of_a_live_socket_session(tenant):
+    from responses_app.redis_client import shared_client
+    from responses_app.socket_sessions import presence_key
+
+    held = create(tenant, store=False)
+    held.socket_session = "live-session"
+    held.save(update_fields=["socket_session"])
+    plain = create(tenant, store=False)
+    for response in (held, plain):
+        end_response(response.pk, ResponseStatus.COMPLETED, usage=Usage().as_dict())
+    Response.objects.filter(pk__in=[held.pk, plain.pk]).update(completed_at=timezone.now() - timedelta(seconds=5))
+    key = presence_key(tenant.pk, "live-session")
+    shared_client().zadd(key, {"socket-1": timezone.now().timestamp() + 60})
+    try:
+        services.purge_unstored_responses()
+        assert list(Response.objects.filter(pk__in=[held.pk, plain.pk]).values_list("pk", flat=True)) == [held.pk]
+    finally:
+        shared_client().delete(key)
+    services.purge_unstored_responses()  # the socket has gone
+    assert not Response.objects.filter(pk=held.pk).exists()

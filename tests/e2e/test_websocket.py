@@ -414,3 +414,56 @@ def test_a_socket_response_is_an_ordinary_response(alice: openai.OpenAI, bob: op
     assert events == sse_replay(alice, response_id)
     with pytest.raises(openai.NotFoundError):
         bob.responses.retrieve(response_id)
+
+
+# --- store=false over the socket (Codex, the Open Responses WebSocket) --------------------------
+
+
+def test_a_socket_continues_its_last_store_false_response_and_only_that_socket_may(alice: openai.OpenAI):
+    with alice.responses.connect() as connection:
+        # Codex's prewarm: the context is stored, nothing is generated.
+        connection.response.create(model="echo", input=[{"role": "developer", "content": "You are terse."}],
+                                   store=False, generate=False)
+        prewarm = read_until(connection, ended())
+        assert [e["type"] for e in prewarm] == ["response.created", "response.completed"]
+        assert prewarm[-1]["response"]["output"] == []
+        prewarm_id = prewarm[0]["response"]["id"]
+
+        connection.response.create(model="echo", input=reasoning_and_answer("Think.", "First."), store=False,
+                                   previous_response_id=prewarm_id)
+        first = read_until(connection, ended())
+        assert first[-1]["type"] == "response.completed", first[-1]
+        first_id = first[0]["response"]["id"]
+        assert first[-1]["response"]["previous_response_id"] == prewarm_id
+
+        # Only the last response is held: the prewarm can no longer be continued.
+        connection.response.create(model="echo", input="again", store=False, previous_response_id=prewarm_id)
+        [refused] = read_until(connection, lambda events: events[-1]["type"] == "error")
+        assert refused["error"]["code"] == "previous_response_not_found"
+
+        connection.response.create(model="echo", input="Second?", store=False, previous_response_id=first_id)
+        second = read_until(connection, ended())
+        assert second[-1]["type"] == "response.completed"
+
+    # Over HTTP, or on another socket, a store=false response is not there to continue.
+    with pytest.raises(openai.NotFoundError):
+        alice.responses.create(model="echo", input="Third?", previous_response_id=first_id)
+    with alice.responses.connect() as other:
+        other.response.create(model="echo", input="Third?", store=False, previous_response_id=first_id)
+        [refused] = read_until(other, lambda events: events[-1]["type"] == "error")
+        assert refused["error"]["code"] == "previous_response_not_found"
+
+
+def test_a_failed_continuation_lets_go_of_the_held_response(alice: openai.OpenAI):
+    with alice.responses.connect() as connection:
+        connection.response.create(model="echo", input="Hello", store=False)
+        first_id = read_until(connection, ended())[0]["response"]["id"]
+        # An output for a call that was never made: the continuation fails...
+        connection.response.create(model="echo", store=False, previous_response_id=first_id,
+                                   input=[{"type": "function_call_output", "call_id": "call_none", "output": "x"}])
+        [failed] = read_until(connection, lambda events: events[-1]["type"] == "error")
+        assert failed["status"] == 400
+        # ...and the response it continued is no longer held.
+        connection.response.create(model="echo", input="Hi", store=False, previous_response_id=first_id)
+        [refused] = read_until(connection, lambda events: events[-1]["type"] == "error")
+        assert refused["error"]["code"] == "previous_response_not_found"

@@ -30,7 +30,7 @@ from responses_app.api.websocket.messages import error_event, steer_accepted, st
 from responses_app.api.websocket.presence import SessionPresence
 from responses_app.api_keys import Caller, authenticate_bearer
 from responses_app.asyncdb import db
-from responses_app.errors import APIError, InvalidRequest, PermissionDenied, ServerError
+from responses_app.errors import APIError, InvalidRequest, PermissionDenied, ServerError, invalid_type
 from responses_app.lib import json_input
 from responses_app.models import Response, ResponseSteer
 from responses_app.stream.event_log import Frames
@@ -72,6 +72,8 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         self.presence = SessionPresence(self.redis, self.caller.tenant.pk, self.session, self.socket_id)
         await self.presence.join()
         self.cursors: dict[str, int] = {}
+        # The last store=false response created here: this socket alone may continue it.
+        self.held_response = ""
         if session:
             self.cursors = {**await self.sent_cursors.load(), **seen}
             starts = await db(socket_sessions.resume)(self.caller.tenant, self.session, self.socket_id, self.cursors)
@@ -134,12 +136,16 @@ class ResponsesSocket(AsyncWebsocketConsumer):
                                      param="stream")
             response = await db(self._create_response)(body, stream_id)
         except APIError as error:
+            if body.get("previous_response_id") == self.held_response:
+                self.held_response = ""  # a failed continuation lets go of what it continued
             await self.send(text_data=error_event(error, stream_id if isinstance(stream_id, str) else None))
             return
         except Exception:
             log.exception("response.create over the WebSocket failed")
             await self.send(text_data=error_event(ServerError()))
             return
+        if not response.store:
+            self.held_response = response.pk
         created = Frames(sse_frame(response.created_event), last_sequence_number=0, ends=False)
         self._lane(stream_id).follow(response.pk, created)
 
@@ -154,9 +160,13 @@ class ResponsesSocket(AsyncWebsocketConsumer):
     def _create_response(self, body: dict[str, Any], stream_id: str) -> Response:
         """In a database thread: what ``POST /v1/responses`` does, for this socket's lane."""
         caller = self._writer("create responses")
+        generate = body.pop("generate", True)
+        if not isinstance(generate, bool):
+            raise invalid_type("generate", "a boolean", generate)
         request = parse_create_request({**body, "stream": True})
         quotas.check_requests_per_minute(caller.tenant)
         request.socket_session, request.stream_id, request.socket_id = self.session, stream_id, self.socket_id
+        request.socket_held_response, request.generate = self.held_response, generate
         return services.create_response(caller.tenant, request)
 
     async def _steer(self, event: dict[str, Any]) -> None:

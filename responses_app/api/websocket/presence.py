@@ -18,13 +18,15 @@ import time
 import redis.asyncio as aioredis
 from django.conf import settings
 
+from responses_app.socket_sessions import presence_key
+
 log = logging.getLogger(__name__)
 
 
 class SessionPresence:
     def __init__(self, client: aioredis.Redis, tenant_id: int, session: str, socket_id: str) -> None:
         self._client = client
-        self._key = f"responses:ws:live:{tenant_id}:{session}"
+        self._key = presence_key(tenant_id, session)
         self._socket_id = socket_id
         self._renewal: asyncio.Task | None = None
 
