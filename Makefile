@@ -25,7 +25,7 @@ VOCAB := $(HARMONY_VOCAB_DIR)/o200k_base.tiktoken
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help setup system-packages browser run test lint clean distclean
+.PHONY: help setup system-packages browser clients run test lint clean distclean
 
 help:
 	@sed -n 's/^# \(make .*\)/\1/p' $(firstword $(MAKEFILE_LIST))
@@ -79,6 +79,20 @@ browser:
 		$(APT) install -y -qq chromium >/dev/null
 	fi
 
+# The Responses clients that tests/clients drives (Codex CLI), pinned by their lock file;
+# npm from Debian when missing. Only `make test` needs them.
+CLIENTS := tests/clients
+clients: $(CLIENTS)/node_modules/.installed
+
+$(CLIENTS)/node_modules/.installed: $(CLIENTS)/package.json $(CLIENTS)/package-lock.json
+	@if ! command -v npm >/dev/null; then
+		echo "setup: installing nodejs and npm from apt"
+		$(APT) update -qq
+		$(APT) install -y -qq nodejs npm >/dev/null
+	fi
+	(cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error)
+	touch $@
+
 # --- run ---------------------------------------------------------------------------------------
 # Starts web, worker, beat and a local redis-server (Procfile) under honcho; Ctrl-C stops all.
 # When something already answers as Redis on 127.0.0.1:6379 (a leftover redis-server), it is
@@ -119,7 +133,7 @@ run: setup
 # first one's services); services are started fresh (stale ones from an aborted run are
 # stopped first) and stopped on any exit. pytest's exit code 5 (no tests collected) is
 # not a failure; every other non-zero code is.
-test: setup browser
+test: setup browser clients
 	@mkdir -p .run test-artifacts
 	exec 9>.run/test.lock
 	if ! flock -n 9; then echo "test: another make test runs in this tree; waiting for it"; flock 9; fi

@@ -31,8 +31,10 @@ MESSAGE_ROLES = ("user", "system", "developer", "assistant")
 MAX_METADATA_PAIRS = 16
 MAX_METADATA_KEY = 64
 MAX_METADATA_VALUE = 512
-# client_metadata: what Codex sends (installation and session ids), stored for operators.
+# client_metadata: what Codex sends (installation and session ids, its turn's metadata as
+# JSON of a few KiB), stored for operators.
 MAX_CLIENT_METADATA_PAIRS = 32
+MAX_CLIENT_METADATA_VALUE = 16384
 
 # Input item types of the Responses API that this server does not accept yet.
 UNSUPPORTED_ITEM_TYPES = frozenset(
@@ -271,9 +273,9 @@ def _client_metadata(value: Any) -> dict[str, str]:
         raise InvalidRequest(f"'client_metadata' can have at most {MAX_CLIENT_METADATA_PAIRS} pairs.",
                              param="client_metadata", code="object_above_max_properties")
     for key, item in (value or {}).items():
-        if len(key) > MAX_METADATA_KEY or len(item) > MAX_METADATA_VALUE:
+        if len(key) > MAX_METADATA_KEY or len(item) > MAX_CLIENT_METADATA_VALUE:
             raise InvalidRequest(f"client_metadata keys can be at most {MAX_METADATA_KEY} characters and values "
-                                 f"{MAX_METADATA_VALUE}.", param=f"client_metadata.{key}")
+                                 f"{MAX_CLIENT_METADATA_VALUE}.", param=f"client_metadata.{key}")
     return dict(value or {})
 
 
