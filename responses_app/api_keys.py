@@ -19,7 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from responses_app.errors import AuthenticationFailed
-from responses_app.models import ApiKey, ApiKeyScope, Tenant
+from responses_app.models import ApiKey, ApiKeyScope, EventNames, Tenant
 
 KEY_PATTERN = re.compile(r"^sk-([a-z0-9]{12})-([A-Za-z0-9_\-]{32,128})$")
 LAST_USED_RESOLUTION_S = 60
@@ -50,6 +50,7 @@ def create_api_key(
     *,
     scope: str = ApiKeyScope.READ_WRITE,
     expires_at: datetime | None = None,
+    event_names: str = EventNames.OPENAI,
 ) -> tuple[ApiKey, str]:
     """Create a key (and its tenant if needed). Returns the row and the plaintext key,
     which exists only here."""
@@ -58,7 +59,7 @@ def create_api_key(
     with transaction.atomic():
         tenant, _ = Tenant.objects.get_or_create(name=tenant_name)
         key = ApiKey.objects.create(tenant=tenant, name=name, scope=scope, expires_at=expires_at, prefix=prefix,
-                                    secret_hmac=_secret_hmac(secret))
+                                    secret_hmac=_secret_hmac(secret), event_names=event_names)
     return key, f"sk-{prefix}-{secret}"
 
 

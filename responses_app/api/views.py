@@ -21,6 +21,7 @@ from responses_app.models import Response
 from responses_app.stream import creates_first
 from responses_app.stream.event_log import Frames
 from responses_app.stream.reader import ResponseGone, follow_frames, wait_until_finished
+from responses_app.stream.event_names import named
 from responses_app.stream.sse import sse_frame, sse_response
 from responses_app.validation.create import parse_compact_request, parse_count_request, parse_create_request
 from responses_app.wire_objects import model_object
@@ -42,8 +43,8 @@ class ResponsesView(ApiView):
             # A foreground stream's client is its only reader: when it hangs up, stop the work.
             on_disconnect = None if response.background else functools.partial(services.cancel_by_id, response.pk)
             created = Frames(sse_frame(response.created_event), last_sequence_number=0, ends=False)
-            return sse_response(follow_frames(response.pk, -1, on_disconnect=on_disconnect, committed=created,
-                                              error_events=True))
+            return sse_response(named(follow_frames(response.pk, -1, on_disconnect=on_disconnect, committed=created,
+                                                    error_events=True), request.user.api_key.event_names))
         if response.background:
             return JsonResponse(await db(selectors.render_response)(response))
         try:
@@ -81,7 +82,8 @@ class ResponseView(ApiView):
                 "finished response.",
                 param="starting_after",
             )
-        return sse_response(follow_frames(response.pk, cursor, error_events=True))
+        return sse_response(named(follow_frames(response.pk, cursor, error_events=True),
+                                  request.user.api_key.event_names))
 
     @openapi.DELETE
     async def delete(self, request: Request, response_id: str) -> HttpResponseBase:

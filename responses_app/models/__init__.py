@@ -9,6 +9,7 @@ from responses_app.models.responses import (
     ApiKeyScope,
     DeferredState,
     EventLog,
+    EventNames,
     InputItem,
     OutputItem,
     Response,
@@ -24,7 +25,7 @@ from responses_app.models.webhooks import DeliveryStatus, WebhookAttempt, Webhoo
 
 __all__ = [
     "ACTIVE_STATUSES", "TERMINAL_STATUSES", "ApiKey", "ApiKeyScope", "Conversation", "ConversationItem",
-    "DeferredState", "DeliveryStatus", "EventLog", "InputItem", "OutputItem", "Response", "ResponseEvent",
+    "DeferredState", "DeliveryStatus", "EventLog", "EventNames", "InputItem", "OutputItem", "Response", "ResponseEvent",
     "ResponseStatus", "ResponseSteer", "RunStatus", "ScheduledResponse", "ScheduledRun", "SteerState", "Tenant",
     "TenantDailyUsage", "WebhookAttempt", "WebhookDelivery", "WebhookEndpoint", "new_response_id",
 ]

@@ -36,12 +36,21 @@ class ApiKeyScope(models.TextChoices):
     READ_ONLY = "read_only", "Read only (retrieve and stream)"
 
 
+class EventNames(models.TextChoices):
+    """How a key's streams name events where OpenAI and the Open Responses specification
+    differ (stream/event_names.py): only the reasoning text events."""
+
+    OPENAI = "openai", "OpenAI (response.reasoning_text.delta): the OpenAI SDKs, Codex, the AI SDK"
+    OPEN_RESPONSES = "open_responses", "Open Responses (response.reasoning.delta)"
+
+
 class ApiKey(models.Model):
     """An API key: a public lookup prefix plus an HMAC of the secret (see auth.py)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="api_keys")
     name = models.CharField(max_length=100, blank=True)
     scope = models.CharField(max_length=16, choices=ApiKeyScope.choices, default=ApiKeyScope.READ_WRITE)
+    event_names = models.CharField(max_length=16, choices=EventNames.choices, default=EventNames.OPENAI)
     expires_at = models.DateTimeField(null=True, blank=True)
     prefix = models.CharField(max_length=16, unique=True)
     secret_hmac = models.CharField(max_length=64)

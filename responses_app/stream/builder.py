@@ -85,8 +85,10 @@ class EventBuilder:
 
     def lifecycle(self, event_type: str, status: str) -> None:
         """response.created / in_progress / completed / failed / incomplete with a snapshot."""
-        self._emit(LIFECYCLE_EVENT_CLASSES[event_type], type=event_type,
-                   response=response_object(self.response, self.output, status=status))
+        response = response_object(self.response, self.output, status=status)
+        self._emit(LIFECYCLE_EVENT_CLASSES[event_type], type=event_type, response=response)
+        # As GET sends it: the SDK's event type would turn the integral timestamps into floats.
+        self._pending_events[-1]["response"] = response
 
     def terminal(self, status: str) -> None:
         """The one event that ends the stream, for a terminal ``status``."""

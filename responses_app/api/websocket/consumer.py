@@ -123,7 +123,8 @@ class ResponsesSocket(AsyncWebsocketConsumer):
     def _lane(self, stream_id: str) -> Lane:
         lane = self.lanes.get(stream_id)
         if lane is None:
-            lane = self.lanes[stream_id] = Lane(stream_id, self._send_all, self.cursors, self.sent_cursors.sent)
+            lane = self.lanes[stream_id] = Lane(stream_id, self._send_all, self.cursors, self.sent_cursors.sent,
+                                                event_names=self.caller.api_key.event_names)
         return lane
 
     async def _create(self, event: dict[str, Any]) -> None:

@@ -12,8 +12,9 @@ from collections.abc import Awaitable, Callable
 from responses_app import lanes, selectors, steering
 from responses_app.api.websocket.messages import steer_failed, steer_pending, stream_messages
 from responses_app.asyncdb import db
-from responses_app.models import SteerState
+from responses_app.models import EventNames, SteerState
 from responses_app.stream.event_log import Frames
+from responses_app.stream.event_names import named
 from responses_app.stream.reader import follow_frames
 
 log = logging.getLogger(__name__)
@@ -23,8 +24,9 @@ Send = Callable[[list[str]], Awaitable[None]]
 
 class Lane:
     def __init__(self, stream_id: str, send: Send, cursors: dict[str, int],
-                 sent: Callable[[str, int], Awaitable[None]]) -> None:
+                 sent: Callable[[str, int], Awaitable[None]], event_names: str = EventNames.OPENAI) -> None:
         self.stream_id = stream_id
+        self._event_names = event_names
         self._send = send
         self._cursors = cursors  # response id -> last sequence number the client saw or was sent
         self._sent = sent
@@ -58,7 +60,7 @@ class Lane:
         if created is not None and cursor >= created.last_sequence_number:
             created = None
         ended = False
-        async for frames in follow_frames(response_id, cursor, committed=created):
+        async for frames in named(follow_frames(response_id, cursor, committed=created), self._event_names):
             if frames is None:  # a keep-alive: Daphne pings the socket itself
                 continue
             messages = stream_messages(frames, self.stream_id)
