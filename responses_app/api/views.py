@@ -20,8 +20,8 @@ from responses_app.errors import InvalidRequest, NotFound
 from responses_app.models import Response
 from responses_app.stream import creates_first
 from responses_app.stream.event_log import Frames
-from responses_app.stream.reader import ResponseGone, follow_frames, wait_until_finished
 from responses_app.stream.event_names import named
+from responses_app.stream.reader import ResponseGone, follow_frames, wait_until_finished
 from responses_app.stream.sse import sse_frame, sse_response
 from responses_app.validation.create import parse_compact_request, parse_count_request, parse_create_request
 from responses_app.wire_objects import model_object
