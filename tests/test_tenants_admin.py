@@ -48,7 +48,7 @@ def test_adding_a_key_shows_its_plaintext_once_on_the_add_response_and_nowhere_e
     expires = timezone.now() + timedelta(days=30)
 
     reply = staff_client.post(ADD_URL, {
-        "tenant": tenant.pk, "name": "ci reader", "scope": ApiKeyScope.READ_ONLY,
+        "tenant": tenant.pk, "name": "ci reader", "scope": ApiKeyScope.READ_ONLY, "event_names": "open_responses",
         "expires_at_0": expires.strftime("%Y-%m-%d"), "expires_at_1": expires.strftime("%H:%M:%S"),
     })
 
@@ -59,6 +59,7 @@ def test_adding_a_key_shows_its_plaintext_once_on_the_add_response_and_nowhere_e
     plaintext = plaintexts.pop()
     key = ApiKey.objects.get(tenant=tenant)
     assert (key.name, key.scope, key.prefix) == ("ci reader", ApiKeyScope.READ_ONLY, plaintext.split("-")[1])
+    assert key.event_names == "open_responses"
     assert abs(key.expires_at - expires) < timedelta(seconds=1)
     caller = authenticate_bearer(f"Bearer {plaintext}")
     assert caller.api_key.pk == key.pk and not caller.can_write
@@ -79,7 +80,7 @@ def test_a_new_key_cannot_expire_in_the_past(staff_client):
     tenant = Tenant.objects.create(name="frank")
     past = timezone.now() - timedelta(days=1)
     reply = staff_client.post(ADD_URL, {
-        "tenant": tenant.pk, "name": "", "scope": ApiKeyScope.READ_WRITE,
+        "tenant": tenant.pk, "name": "", "scope": ApiKeyScope.READ_WRITE, "event_names": "openai",
         "expires_at_0": past.strftime("%Y-%m-%d"), "expires_at_1": past.strftime("%H:%M:%S"),
     })
     assert reply.status_code == 200
@@ -88,17 +89,18 @@ def test_a_new_key_cannot_expire_in_the_past(staff_client):
     assert not ApiKey.objects.filter(tenant=tenant).exists()
 
 
-def test_the_change_page_edits_name_and_expiry_but_not_tenant_or_scope(staff_client):
+def test_the_change_page_edits_name_expiry_and_event_names_but_not_tenant_or_scope(staff_client):
     key, _ = create_api_key("grace", "old name")
     other = Tenant.objects.create(name="mallory")
     expires = timezone.now() + timedelta(days=2)
     reply = staff_client.post(f"/admin/responses_app/apikey/{key.pk}/change/", {
         "name": "new name", "expires_at_0": expires.strftime("%Y-%m-%d"),
         "expires_at_1": expires.strftime("%H:%M:%S"), "tenant": other.pk, "scope": ApiKeyScope.READ_ONLY,
+        "event_names": "open_responses",
     })
     assert reply.status_code == 302
     key.refresh_from_db()
-    assert key.name == "new name"
+    assert (key.name, key.event_names) == ("new name", "open_responses")
     assert abs(key.expires_at - expires) < timedelta(seconds=1)
     assert (key.tenant.name, key.scope) == ("grace", ApiKeyScope.READ_WRITE)
 

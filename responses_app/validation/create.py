@@ -133,6 +133,7 @@ def parse_create_request(body: Any) -> CreateRequest:
         "top_logprobs": _optional_int(body, "top_logprobs", minimum=0, maximum=MAX_TOP_LOGPROBS) or 0,
         "include": _include(body.get("include")),
         "client_metadata": _client_metadata(body.get("client_metadata")),
+        "context_management": body.get("context_management"),
     }
     input_items = parse_input(body.get("input"), references=True)
     if not input_items and previous_response_id is None and not conversation_id:
