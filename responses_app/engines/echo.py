@@ -12,6 +12,8 @@ It reads the harmony prompt it is given and answers the LAST user message:
   so that a test can see what a tool told the model.
 * The compaction request (base.SUMMARY_REQUEST): a digest of the messages before it,
   each one's role and the start of its text, standing in for a model's summary.
+* A reasoning summary request (base.REASONING_SUMMARY_REQUEST): the first sentence of
+  the reasoning it is given.
 
 Every call runs on the engine host's shared asyncio loop, so it never blocks.
 """
@@ -25,7 +27,13 @@ from dataclasses import dataclass
 
 from openai_harmony import HarmonyEncoding, Message, Role, StreamableParser
 
-from responses_app.engines.base import SUMMARY_REQUEST, EngineChunk, EngineDead, SamplingParams
+from responses_app.engines.base import (
+    REASONING_SUMMARY_REQUEST,
+    SUMMARY_REQUEST,
+    EngineChunk,
+    EngineDead,
+    SamplingParams,
+)
 from responses_app.harmony.encoding import get_encoding, special_token_id
 
 SCRIPT_PREFIX = "<|channel|>"
@@ -100,6 +108,8 @@ class EchoEngine:
         view = read_prompt(encoding, prompt)
         if view.user_text == SUMMARY_REQUEST:
             tokens = echo_final(encoding, digest(view.earlier))
+        elif view.user_text.startswith(REASONING_SUMMARY_REQUEST):
+            tokens = echo_final(encoding, first_sentence(view.user_text.split("\n\n", 1)[-1]))
         elif view.user_text.lstrip().startswith(SCRIPT_PREFIX):
             script = view.user_text.lstrip().replace(TOOL_OUTPUT_PLACEHOLDER, view.last_tool_output)
             tokens = script_segment(encoding, script, view.calls_after_user)
@@ -239,6 +249,12 @@ def digest(messages: tuple[tuple[str, str], ...]) -> str:
     """The echo engine's summary: each earlier message's role and its first words."""
     lines = [f"{role}: {text[:DIGEST_CHARS]}" for role, text in messages if text]
     return "Summary of the earlier conversation. " + " | ".join(lines)
+
+
+def first_sentence(text: str) -> str:
+    """The echo engine's summary of a reasoning: its first sentence."""
+    head, dot, _ = text.strip().partition(". ")
+    return (head + ".") if dot else head
 
 
 def script_segments(encoding: HarmonyEncoding, script: str) -> list[list[int]]:

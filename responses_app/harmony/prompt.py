@@ -24,6 +24,7 @@ from openai_harmony import (
     ToolNamespaceConfig,
 )
 
+from responses_app.engines.base import REASONING_SUMMARY_REQUEST
 from responses_app.harmony.encoding import get_encoding
 from responses_app.tool_types import WEB_SEARCH_TYPES
 
@@ -448,3 +449,20 @@ def _forced_header(tool_choice: str | dict, tools: list[dict]) -> str | None:
     if kind in WEB_SEARCH_TYPES:
         return f"<|channel|>analysis to={BROWSER_NAMESPACE}.search code<|message|>"
     return None
+
+
+# reasoning.summary: how long the summary may be, and what the model is asked for.
+SUMMARY_STYLES = {"concise": ("in one or two sentences", 96), "auto": ("in a few sentences", 192),
+                  "detailed": ("in a detailed paragraph", 384)}
+
+
+def summary_prompt(reasoning: str, style: str) -> tuple[list[int], int]:
+    """The prompt that asks the served model for a summary of ``reasoning`` (its own, from
+    the response being written), and the summary's token cap."""
+    length, max_tokens = SUMMARY_STYLES.get(style, SUMMARY_STYLES["auto"])
+    ask = (f"{REASONING_SUMMARY_REQUEST} Write it {length}, in the first person, saying what you considered and "
+           "concluded. Answer with the summary only.")
+    return render_prompt(PromptRequest(history=[{"type": "message", "role": "user",
+                                                  "content": f"{ask}\n\n{reasoning}"}],
+                                       reasoning_effort="low")), max_tokens
+

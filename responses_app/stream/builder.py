@@ -79,6 +79,10 @@ class EventBuilder:
         self._pending_events: list[dict[str, Any]] = []
         self._dirty_items: set[int] = set()
         self._include: list[str] = response.request.get("include") or []
+        # reasoning.summary: each reasoning item stays open after its text for the summary
+        # the worker has the model write (worker/generation.py); True while one waits.
+        self.summarizes = bool((response.request.get("reasoning") or {}).get("summary"))
+        self._summarizing = False
         self.annotator: Annotator | None = None
 
     # --- lifecycle ---------------------------------------------------------------------
@@ -113,7 +117,9 @@ class EventBuilder:
         item = self.open_item
         if item is None:
             return
-        if item["type"] in MESSAGE_ITEM_TYPES:
+        if self._summarizing:
+            self.finish_summary("incomplete")
+        elif item["type"] in MESSAGE_ITEM_TYPES:
             self._finish_item(self._item_text(item), "incomplete")
         else:
             self.finish_item("incomplete")
@@ -236,10 +242,49 @@ class EventBuilder:
                            logprobs=[], **common)
             self._emit(types.ResponseContentPartDoneEvent, type="response.content_part.done", content_index=0,
                        part=part, **common)
+            if item["type"] == "reasoning" and self.summarizes and status == "completed":
+                self._summarizing = True
+                self._dirty_items.add(index)
+                return
+        self._end_item(item, index, status)
+
+    def _end_item(self, item: dict[str, Any], index: int, status: str) -> None:
         item["status"] = status
         self._dirty_items.add(index)
         self._emit(types.ResponseOutputItemDoneEvent, type="response.output_item.done", output_index=index, item=item)
         self._open_index = None
+
+    # --- reasoning summaries ------------------------------------------------------------------
+
+    @property
+    def summary_due(self) -> str | None:
+        """The text of the reasoning item that waits for its summary, if one does."""
+        return self._item_text(self.open_item) if self._summarizing and self.open_item else None
+
+    def summary_delta(self, text: str) -> None:
+        item, index = self.open_item, self._open_index
+        common = {"item_id": item["id"], "output_index": index, "summary_index": 0}
+        if not item["summary"]:
+            item["summary"].append({"type": "summary_text", "text": ""})
+            self._emit(types.ResponseReasoningSummaryPartAddedEvent, type="response.reasoning_summary_part.added",
+                       part={"type": "summary_text", "text": ""}, **common)
+        item["summary"][0]["text"] += text
+        self._dirty_items.add(index)
+        self._emit(types.ResponseReasoningSummaryTextDeltaEvent, type="response.reasoning_summary_text.delta",
+                   delta=text, **common)
+
+    def finish_summary(self, status: str = "completed") -> None:
+        """The summary is written (or cut off): its done events, then the item's."""
+        item, index = self.open_item, self._open_index
+        self._summarizing = False
+        if item["summary"]:
+            common = {"item_id": item["id"], "output_index": index, "summary_index": 0}
+            part = item["summary"][0]
+            self._emit(types.ResponseReasoningSummaryTextDoneEvent, type="response.reasoning_summary_text.done",
+                       text=part["text"], **common)
+            self._emit(types.ResponseReasoningSummaryPartDoneEvent, type="response.reasoning_summary_part.done",
+                       part=part, **common)
+        self._end_item(item, index, status)
 
     def _annotate(self, part: dict[str, Any], common: dict[str, Any]) -> None:
         # Citations are known only once the whole answer is: they come just before its done event.

@@ -19,7 +19,7 @@ from responses_app.engines.base import EngineDead, SamplingParams
 from responses_app.engines.host import engine_host
 from responses_app.harmony.encoding import stop_token_ids
 from responses_app.harmony.parser import ContentDelta, HarmonyOutputError, MessageFinished, MessageStarted, OutputParser
-from responses_app.harmony.prompt import PromptError, forced_call_prefix, tool_result_tokens
+from responses_app.harmony.prompt import PromptError, forced_call_prefix, summary_prompt, tool_result_tokens
 from responses_app.models import Response, ResponseStatus
 from responses_app.stream.builder import EventBuilder
 from responses_app.worker.batch_writer import BatchWriter, CancelRequested
@@ -117,6 +117,9 @@ class Generation:
             stop_token_ids=stop_token_ids(),
             metadata=request.get("metadata") or {},
         )
+        self.summary_style: str | None = (request.get("reasoning") or {}).get("summary")
+        self.summary_tokens = 0  # the output of the summaries' engine calls
+        self.summaries = 0
         self.function_namespaces = frozenset(tool["name"] for tool in request.get("tools", [])
                                              if tool["type"] == "namespace")
         self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}
@@ -148,13 +151,13 @@ class Generation:
         raise ResponseFailure(f"The model was still calling tools after {settings.MAX_TOOL_TURNS} turns.")
 
     def count_usage(self) -> None:
-        self.usage.output_tokens = sum(parser.output_tokens for parser in self.parsers)
+        self.usage.output_tokens = sum(parser.output_tokens for parser in self.parsers) + self.summary_tokens
         self.usage.reasoning_tokens = sum(parser.reasoning_tokens for parser in self.parsers)
 
     def _remaining(self) -> int | None:
         if self.budget is None:
             return None
-        return max(self.budget - sum(parser.output_tokens for parser in self.parsers), 0)
+        return max(self.budget - sum(parser.output_tokens for parser in self.parsers) - self.summary_tokens, 0)
 
     def _turn(self, prompt: list[int], prefill: list[int], request_id: str) -> TurnEnd:
         self.parsers.append(OutputParser(function_namespaces=self.function_namespaces))
@@ -169,6 +172,15 @@ class Generation:
         # the first engine call stops where the final message begins, and a second one,
         # under the grammar, continues from there (vLLM's prefix cache holds the start).
         stop = self._engine_call(prompt + self.tokens, self.params, request_id, stop_at_final=constrained)
+        while stop == "summary":
+            # The reasoning item waits for its summary; then the model goes on where it
+            # stopped (vLLM's prefix cache holds the prompt and its tokens so far).
+            self._summarize()
+            if cancel_watch().steer_requested(self.response.pk):
+                stop = "steered"
+                break
+            stop = self._engine_call(prompt + self.tokens, self.params, f"{request_id}:after-summary{self.summaries}",
+                                     stop_at_final=constrained)
         if stop == "steered":
             return TurnEnd(self.tokens, status=ResponseStatus.INCOMPLETE, details={"reason": "steered"})
         if stop == "final" and self._remaining() != 0:
@@ -221,6 +233,8 @@ class Generation:
                         progress = self._feed(token_id)
                         if self.ready_call is not None:
                             return "tool_call"  # a call ended with <|end|> rather than <|call|>
+                        if self.builder.summary_due is not None:
+                            return "summary"
                         if self._steered_at(progress):
                             return "steered"
                         if stop_at_final and any(isinstance(step, MessageStarted) and step.channel == "final"
@@ -229,6 +243,38 @@ class Generation:
                     self.count_usage()
                 self.writer.tick()
         return None
+
+    def _summarize(self) -> None:
+        """reasoning.summary: the served model writes a summary of the reasoning item it has
+        just finished, in an engine call of its own, streamed into that item's summary
+        before the model goes on. Its tokens count as output (and against the budget)."""
+        self.summaries += 1
+        prompt, cap = summary_prompt(self.builder.summary_due or "", self.summary_style or "auto")
+        remaining = self._remaining()
+        max_tokens = cap if remaining is None else min(cap, remaining)
+        if max_tokens == 0:
+            self.builder.finish_summary()
+            return
+        self.usage.input_tokens += len(prompt)
+        parser, in_answer = OutputParser(), False
+        params = SamplingParams(max_tokens=max_tokens, stop_token_ids=stop_token_ids())
+        request_id = f"{self.response.pk}:{self.response.attempts}:summary{self.summaries}"
+        stream = engine_host().stream(self.response.model, prompt, params, request_id=request_id)
+        try:
+            with closing(stream):
+                for chunk in stream:
+                    for token_id in chunk.token_ids if chunk is not None else []:
+                        for step in parser.feed(token_id):
+                            if isinstance(step, MessageStarted):
+                                in_answer = step.channel == "final"
+                            elif isinstance(step, ContentDelta) and in_answer:
+                                self.builder.summary_delta(step.text)
+                    self.writer.tick()
+        except HarmonyOutputError as error:
+            log.warning("%s: the summary's output is not harmony (%s); keeping what came", request_id, error)
+        self.summary_tokens += parser.output_tokens
+        self.count_usage()
+        self.builder.finish_summary()
 
     def _steered_at(self, progress: list) -> bool:
         """Steering input is queued and the model has just finished a reasoning item: the

@@ -7,7 +7,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from tests.e2e.helpers import reasoning_and_answer
+from tests.e2e.helpers import function_call_then_answer, reasoning_and_answer
 
 pytestmark = pytest.mark.core
 
@@ -156,3 +156,41 @@ def test_a_retrieve_may_ask_for_the_encrypted_reasoning_of_a_stored_response(ali
     history = [{"type": "reasoning", "id": sealed.id, "summary": [], "encrypted_content": sealed.encrypted_content},
                {"role": "user", "content": "Again"}]
     assert alice.responses.create(model="echo", input=history, store=False).status == "completed"
+
+
+# --- reasoning summaries -----------------------------------------------------------------------
+
+
+def test_a_reasoning_summary_is_written_by_the_model_and_streamed_before_the_answer(alice):
+    script = reasoning_and_answer("The user greets me. I should greet them back warmly.", "Hello!")
+    events = [event.to_dict() for event in alice.responses.create(
+        model="echo", input=script, stream=True, reasoning={"summary": "concise"})]
+    plain = alice.responses.create(model="echo", input=script)
+
+    types = [event["type"] for event in events]
+    summary_events = [kind for kind in types if kind.startswith("response.reasoning_summary")]
+    assert summary_events[0] == "response.reasoning_summary_part.added"
+    assert summary_events[-2:] == ["response.reasoning_summary_text.done", "response.reasoning_summary_part.done"]
+    # Between the reasoning's text and its item's done event, before the answer starts.
+    reasoning_done = next(i for i, e in enumerate(events) if e["type"] == "response.output_item.done")
+    assert types.index("response.reasoning_text.done") < types.index(summary_events[0])
+    assert types.index(summary_events[-1]) < reasoning_done
+    assert events[reasoning_done]["item"]["type"] == "reasoning"
+    final = events[-1]["response"]
+    # The echo model's summary is the reasoning's first sentence.
+    assert final["output"][0]["summary"] == [{"type": "summary_text", "text": "The user greets me."}]
+    assert "".join(e["delta"] for e in events if e["type"] == "response.reasoning_summary_text.delta") == \
+        "The user greets me."
+    assert final["output"][-1]["content"][0]["text"] == "Hello!"
+    # The summary's tokens are counted.
+    assert final["usage"]["output_tokens"] > plain.usage.output_tokens
+    assert final["usage"]["input_tokens"] > plain.usage.input_tokens
+
+
+def test_each_reasoning_item_of_a_tool_loop_gets_its_summary(alice):
+    tool = {"type": "function", "name": "get_weather", "parameters": {"type": "object"}}
+    first = alice.responses.create(model="echo", tools=[tool], reasoning={"summary": "auto"},
+                                   input=function_call_then_answer("get_weather", "{}", "Sunny."))
+    reasoning, call = first.output
+    assert reasoning.summary[0].text == "I should call get_weather."
+    assert call.type == "function_call" and first.status == "completed"
