@@ -73,7 +73,10 @@ def model_registry(tiny_models: dict[str, Path]) -> dict[str, dict]:
     """echo, plus the tiny gpt-oss models served by real vLLM when they exist."""
     # echo-short: a context small enough for truncation "auto" to act on a few turns.
     registry: dict[str, dict] = {"echo": {"engine": "echo", "max_model_len": 131072},
-                                 "echo-short": {"engine": "echo", "max_model_len": 400}}
+                                 "echo-short": {"engine": "echo", "max_model_len": 400},
+                                 # Summarizes its reasoning unless a request says otherwise.
+                                 "echo-summarized": {"engine": "echo", "max_model_len": 131072,
+                                                     "reasoning_summary": "auto"}}
     for model, path in tiny_models.items():
         registry[model] = {
             "engine": "vllm",
@@ -110,7 +113,7 @@ class LiveStack:
         return {
             "web": [str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(self.port), "project.asgi:application"],
             "worker": [str(bin_dir / "celery"), "-A", "project", "worker", "--pool", "threads", "--concurrency",
-                       "16", "--queues", "celery,model.echo,model.echo-short,webhooks",
+                       "16", "--queues", "celery,model.echo,model.echo-short,model.echo-summarized,webhooks",
                        "--hostname", f"worker-{self.port}@%h",
                        "--loglevel", "INFO", "--without-gossip", "--without-mingle"],
             "beat": [str(bin_dir / "celery"), "-A", "project", "beat", "--loglevel", "INFO", "--scheduler",

@@ -118,7 +118,7 @@ def parse_create_request(body: Any) -> CreateRequest:
         "top_p": _optional_number(body, "top_p", 0.0, 1.0),
         "presence_penalty": _optional_number(body, "presence_penalty", -2.0, 2.0),
         "frequency_penalty": _optional_number(body, "frequency_penalty", -2.0, 2.0),
-        "reasoning": _reasoning(body.get("reasoning")),
+        "reasoning": _reasoning(body.get("reasoning"), settings.MODEL_REGISTRY[model]),
         "metadata": parse_metadata(body.get("metadata")),
         "tools": tools,
         "tool_choice": validate_tool_choice(body.get("tool_choice", "auto"), tools),
@@ -258,12 +258,15 @@ def _optional_number(body: dict, name: str, low: float, high: float) -> float | 
 # --- structured parameters ---------------------------------------------------------------
 
 
-def _reasoning(value: Any) -> dict[str, Any]:
+def _reasoning(value: Any, model: dict[str, Any]) -> dict[str, Any]:
     """Every effort the SDK names is accepted and echoed; harmony knows low, medium and
     high, onto which the others map (harmony/prompt.HARMONY_EFFORT). ``generate_summary``
-    is the SDK's deprecated name of ``summary``."""
+    is the SDK's deprecated name of ``summary``, whose default is the model's
+    ``reasoning_summary`` (for clients that cannot ask: the AI SDK sends no reasoning
+    options for a model it does not know)."""
     value = value or {}
-    reasoning = {"effort": value.get("effort"), "summary": value.get("summary") or value.get("generate_summary")}
+    summary = value.get("summary") or value.get("generate_summary") or model.get("reasoning_summary")
+    reasoning = {"effort": value.get("effort"), "summary": summary}
     if value.get("context") is not None:
         reasoning["context"] = value["context"]
     return reasoning

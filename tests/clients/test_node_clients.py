@@ -1,0 +1,49 @@
+"""The Node clients (pinned in tests/clients/package.json, Node 22 from npm): the Vercel AI
+SDK's multi-step tool loop and the openai Node SDK, against the live stack, with only the
+base URL, key and model set."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+from tests.e2e.helpers import function_call_then_answer
+
+CLIENTS = Path(__file__).parent
+NODE = CLIENTS / "node_modules" / ".bin" / "node"
+
+
+def run_node(script: str, base_url: str, key: str, prompt: str, model: str = "echo") -> dict:
+    assert NODE.exists(), "Node 22 is not installed here: run `make clients` (make test does)"
+    finished = subprocess.run([str(NODE), script], cwd=CLIENTS, capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "BASE_URL": base_url, "API_KEY": key, "MODEL": model,
+                                   "PROMPT": prompt})
+    assert finished.returncode == 0, finished.stdout + finished.stderr
+    return json.loads(finished.stdout.strip().splitlines()[-1])
+
+
+def test_the_ai_sdk_runs_a_multi_step_tool_loop_with_its_reasoning_shown(stack, alice_key):
+    prompt = function_call_then_answer("get_weather", '{"city": "Paris"}', "Sunny in Paris.")
+
+    # The AI SDK sends no reasoning options for a model it does not know: the model's
+    # registry entry asks for summaries (reasoning_summary), as an operator would set it.
+    result = run_node("ai_sdk_tool_loop.mjs", stack.base_url, alice_key, prompt, model="echo-summarized")
+
+    first, last = result["steps"][0], result["steps"][-1]
+    assert first["finishReason"] == "tool-calls"
+    assert first["toolCalls"] == [{"name": "get_weather", "input": {"city": "Paris"}}]
+    assert first["toolResults"] == ["It is sunny in Paris."]
+    # Its reasoning display reads the summary the model wrote.
+    assert first["reasoningText"] == "I should call get_weather."
+    # The second step referred to the first step's items by id (store: true): item_reference.
+    assert (last["finishReason"], result["text"]) == ("stop", "Sunny in Paris.")
+
+
+def test_the_node_sdk_streams_continues_and_retrieves(stack, alice_key):
+    result = run_node("node_sdk_stream.mjs", stack.base_url, alice_key, "Hello from Node")
+
+    assert result["types"][0] == "response.created" and result["types"][-1] == "response.completed"
+    assert result["streamedStatus"] == "completed" and "Hello from Node" in result["storedText"]
+    assert result["previous"] == result["firstId"] and "Again." in result["secondText"]
