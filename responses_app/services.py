@@ -22,6 +22,7 @@ from django.utils import timezone
 from responses_app import compaction, lanes, quotas, socket_sessions, steering
 from responses_app.conversation import check_prompt, history, previous_chain
 from responses_app.conversations import turns
+from responses_app.encrypted_reasoning import Unsealable, reasoning_content
 from responses_app.errors import APIError, InvalidRequest, NotFound
 from responses_app.models import (
     ACTIVE_STATUSES,
@@ -39,7 +40,6 @@ from responses_app.retention import unexpired
 from responses_app.selectors import input_items, referenced_item
 from responses_app.stream import doorbell
 from responses_app.stream.builder import EventBuilder
-from responses_app.stream.encrypted_reasoning import Unsealable, reasoning_content
 from responses_app.stream.store import end_response, insert_events
 from responses_app.task_queue import try_enqueue, try_send
 from responses_app.worker.token_usage import Usage

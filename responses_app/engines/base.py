@@ -20,11 +20,6 @@ SUMMARY_REQUEST = (
     "open. Answer with the summary only."
 )
 
-# The user message of a reasoning summary (reasoning.summary): the served model writes the
-# summary of its own reasoning, which follows this line; the echo engine answers with the
-# reasoning's first sentence.
-REASONING_SUMMARY_REQUEST = "Summarize the reasoning below for the person who asked."
-
 
 @dataclass(frozen=True)
 class SamplingParams:

@@ -12,7 +12,7 @@ It reads the harmony prompt it is given and answers the LAST user message:
   so that a test can see what a tool told the model.
 * The compaction request (base.SUMMARY_REQUEST): a digest of the messages before it,
   each one's role and the start of its text, standing in for a model's summary.
-* A reasoning summary request (base.REASONING_SUMMARY_REQUEST): the first sentence of
+* A reasoning summary request (harmony.prompt.REASONING_SUMMARY_REQUEST): the first sentence of
   the reasoning it is given.
 
 Every call runs on the engine host's shared asyncio loop, so it never blocks.
@@ -27,14 +27,9 @@ from dataclasses import dataclass
 
 from openai_harmony import HarmonyEncoding, Message, Role, StreamableParser
 
-from responses_app.engines.base import (
-    REASONING_SUMMARY_REQUEST,
-    SUMMARY_REQUEST,
-    EngineChunk,
-    EngineDead,
-    SamplingParams,
-)
+from responses_app.engines.base import SUMMARY_REQUEST, EngineChunk, EngineDead, SamplingParams
 from responses_app.harmony.encoding import get_encoding, special_token_id
+from responses_app.harmony.prompt import REASONING_SUMMARY_REQUEST
 
 SCRIPT_PREFIX = "<|channel|>"
 TOOL_OUTPUT_PLACEHOLDER = "{tool_output}"

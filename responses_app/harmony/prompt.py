@@ -24,7 +24,6 @@ from openai_harmony import (
     ToolNamespaceConfig,
 )
 
-from responses_app.engines.base import REASONING_SUMMARY_REQUEST
 from responses_app.harmony.encoding import get_encoding
 from responses_app.tool_types import WEB_SEARCH_TYPES
 
@@ -451,6 +450,10 @@ def _forced_header(tool_choice: str | dict, tools: list[dict]) -> str | None:
     return None
 
 
+# The user message of a reasoning summary (reasoning.summary): the served model writes the
+# summary of its own reasoning, which follows it; the echo engine answers with the
+# reasoning's first sentence.
+REASONING_SUMMARY_REQUEST = "Summarize the reasoning below for the person who asked."
 # reasoning.summary: how long the summary may be, and what the model is asked for.
 SUMMARY_STYLES = {"concise": ("in one or two sentences", 96), "auto": ("in a few sentences", 192),
                   "detailed": ("in a detailed paragraph", 384)}
