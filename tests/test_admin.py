@@ -93,3 +93,14 @@ def test_the_event_timeline_pages_a_packed_log_as_it_paged_its_rows(staff_client
             rows.context[name] for name in ("events", "events_next", "events_previous")]
     html = as_packed[1].content.decode()
     assert "<td>100</td>" in html and "part 149" in html and "<td>99</td>" not in html
+
+
+def test_the_request_panel_shows_what_todays_clients_send():
+    from responses_app.admin.display import request_view
+
+    shown = dict(request_view({"presence_penalty": 0.5, "client_metadata": {"session_id": "s-1"},
+                               "reasoning": {"effort": "xhigh", "summary": "auto"}, "tools": []})["sampling"])
+
+    assert shown["presence_penalty"] == 0.5
+    assert json.loads(shown["client_metadata"]) == {"session_id": "s-1"}
+    assert json.loads(shown["reasoning"]) == {"effort": "xhigh", "summary": "auto"}

@@ -16,11 +16,13 @@ from urllib.parse import urlsplit
 
 from responses_app.wire_objects import public_tool
 
-# Request parameters shown under "Sampling", in this order, when set.
+# Request parameters shown under "Sampling", in this order, when set (client_metadata: what
+# the client says about itself, such as Codex's session and turn ids).
 SAMPLING_PARAMETERS = (
-    "temperature", "top_p", "max_output_tokens", "max_tool_calls", "reasoning", "text", "tool_choice",
-    "parallel_tool_calls", "truncation", "service_tier", "top_logprobs", "include", "user",
-    "safety_identifier", "prompt_cache_key",
+    "temperature", "top_p", "presence_penalty", "frequency_penalty", "max_output_tokens", "max_tool_calls",
+    "reasoning", "text", "tool_choice", "parallel_tool_calls", "truncation", "service_tier", "top_logprobs",
+    "include", "user", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "context_management",
+    "client_metadata",
 )
 
 
