@@ -28,6 +28,8 @@ class SamplingParams:
     top_p: float | None = None
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
+    # Log probabilities of each output token and of this many alternatives; None: none.
+    logprobs: int | None = None
     # Generation stops right after any of these tokens (harmony's <|return|>, <|call|>).
     stop_token_ids: tuple[int, ...] = ()
     # Engine options that the worker sets (a structured output's grammar, a seed); engines
@@ -43,6 +45,9 @@ class EngineChunk:
 
     token_ids: list[int]
     cached_tokens: int | None = None
+    # With SamplingParams.logprobs: per token, (its id, its logprob), then the most likely
+    # alternatives as (id, logprob), best first.
+    logprobs: list[list[tuple[int, float]]] | None = None
 
 
 class EngineDead(RuntimeError):

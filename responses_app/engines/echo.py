@@ -136,14 +136,16 @@ class EchoEngine:
             pending.append(token)
             stop = token in stops
             if len(pending) >= chunk_size or stop:
-                yield EngineChunk(token_ids=pending, cached_tokens=0 if first else None)
+                yield EngineChunk(token_ids=pending, cached_tokens=0 if first else None,
+                                  logprobs=echo_logprobs(pending, params.logprobs))
                 first, pending = False, []
                 # Let other requests on the shared loop run, even without a delay.
                 await asyncio.sleep(0)
             if stop:
                 return
         if pending and request_id not in self._abort_requested:
-            yield EngineChunk(token_ids=pending, cached_tokens=0 if first else None)
+            yield EngineChunk(token_ids=pending, cached_tokens=0 if first else None,
+                              logprobs=echo_logprobs(pending, params.logprobs))
 
     def _delay_ms(self, params: SamplingParams) -> float:
         value = _knob(params, "echo_token_delay_ms")
@@ -244,6 +246,14 @@ def digest(messages: tuple[tuple[str, str], ...]) -> str:
     """The echo engine's summary: each earlier message's role and its first words."""
     lines = [f"{role}: {text[:DIGEST_CHARS]}" for role, text in messages if text]
     return "Summary of the earlier conversation. " + " | ".join(lines)
+
+
+def echo_logprobs(tokens: list[int], alternatives: int | None) -> list[list[tuple[int, float]]] | None:
+    """The echo engine is certain of each token (logprob 0) and gives its alternatives
+    (the next token ids) logprobs of -20, -21, ..."""
+    if alternatives is None:
+        return None
+    return [[(token, 0.0), *((token + 1 + rank, -20.0 - rank) for rank in range(alternatives))] for token in tokens]
 
 
 def first_sentence(text: str) -> str:

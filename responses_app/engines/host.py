@@ -121,8 +121,10 @@ class EngineHost:
                         break
                 produced = [item for item in items if isinstance(item, EngineChunk)]
                 if produced:
+                    logprobs = ([entry for chunk in produced for entry in chunk.logprobs or []]
+                                if produced[0].logprobs is not None else None)
                     yield EngineChunk(token_ids=[token for chunk in produced for token in chunk.token_ids],
-                                      cached_tokens=produced[0].cached_tokens)
+                                      cached_tokens=produced[0].cached_tokens, logprobs=logprobs)
                 last = items[-1]
                 if last is _END:
                     finished = True

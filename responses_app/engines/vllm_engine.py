@@ -103,7 +103,10 @@ class VllmEngine:
             async for output in outputs:
                 token_ids = list(output.outputs[0].token_ids)
                 if token_ids or first:
-                    yield EngineChunk(token_ids=token_ids, cached_tokens=output.num_cached_tokens if first else None)
+                    logprobs = (_token_logprobs(token_ids, output.outputs[0].logprobs)
+                                if params.logprobs is not None else None)
+                    yield EngineChunk(token_ids=token_ids, cached_tokens=output.num_cached_tokens if first else None,
+                                      logprobs=logprobs)
                     first = False
         except EngineDeadError as error:
             raise EngineDead(str(error) or "vLLM's engine core died") from error
@@ -148,7 +151,7 @@ class VllmEngine:
         }
         if params.temperature is not None:
             options["temperature"] = params.temperature
-        for name in ("top_p", "presence_penalty", "frequency_penalty"):
+        for name in ("top_p", "presence_penalty", "frequency_penalty", "logprobs"):
             if getattr(params, name) is not None:
                 options[name] = getattr(params, name)
         if params.extra.get("seed") is not None:
@@ -183,6 +186,19 @@ class VllmEngine:
                 pass
 
         return SchedulerRecorder
+
+
+def _token_logprobs(token_ids: list[int], logprobs: Any) -> list[list[tuple[int, float]]]:
+    """vLLM's per-token ``{id: Logprob}`` (the sampled token and the top alternatives) as
+    EngineChunk.logprobs: the sampled token first, then the alternatives by rank."""
+    result = []
+    for token_id, candidates in zip(token_ids, logprobs or [], strict=False):
+        chosen = candidates.get(token_id)
+        alternatives = sorted(((other, entry) for other, entry in candidates.items() if entry.rank is not None),
+                              key=lambda pair: pair[1].rank)
+        result.append([(token_id, chosen.logprob if chosen is not None else 0.0),
+                       *((other, entry.logprob) for other, entry in alternatives)])
+    return result
 
 
 def _on_cpu() -> bool:

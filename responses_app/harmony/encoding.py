@@ -81,3 +81,22 @@ def max_token_id() -> int:
     encoding = get_encoding()
     # One encode call over all special tokens; encoding them one by one is much slower.
     return max(encoding.encode("".join(sorted(encoding.special_tokens_set)), allowed_special="all"))
+
+
+@cache
+def _ordinary_tokens():  # noqa: ANN202  (toktok's encoding)
+    import toktok
+
+    return toktok._encoding("o200k_base")
+
+
+def token_bytes(token_id: int) -> bytes:
+    """The bytes of one token (a logprob's ``bytes``): harmony decodes only whole UTF-8, and
+    a token may hold part of a character."""
+    try:
+        return _ordinary_tokens().decode_single_token_bytes(token_id)
+    except Exception:  # noqa: BLE001  (harmony's own special tokens are not in o200k_base)
+        try:
+            return get_encoding().decode([token_id]).encode()
+        except Exception:  # noqa: BLE001  (an id outside the vocabulary)
+            return b""

@@ -16,6 +16,7 @@ from openai import BaseModel
 from openai.types import responses as types
 
 from responses_app import encrypted_reasoning
+from responses_app.harmony.encoding import token_bytes
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
 from responses_app.ids import new_id
 from responses_app.models import Response, ResponseStatus
@@ -53,7 +54,25 @@ def build_event(event_class: type[BaseModel], **fields: Any) -> dict[str, Any]:
     return event_class.model_validate(fields).model_dump(mode="json", exclude_unset=True, by_alias=True)
 
 
-def delta_event(event_type: str, sequence_number: int, item_id: str, output_index: int, delta: str) -> dict[str, Any]:
+def _part_logprob(entry: list[tuple[int, float]]) -> dict[str, Any]:
+    """A token's logprob as an output_text part holds it (the SDK's Logprob, with bytes)."""
+    (token_id, logprob), alternatives = entry[0], entry[1:]
+
+    def token(token_id: int, logprob: float) -> dict[str, Any]:
+        raw = token_bytes(token_id)
+        return {"token": raw.decode("utf-8", "replace"), "bytes": list(raw), "logprob": logprob}
+
+    return {**token(token_id, logprob), "top_logprobs": [token(other, value) for other, value in alternatives]}
+
+
+def _event_logprob(part: dict[str, Any]) -> dict[str, Any]:
+    """The same, as the delta and done events type it (no bytes)."""
+    return {"token": part["token"], "logprob": part["logprob"],
+            "top_logprobs": [{"token": top["token"], "logprob": top["logprob"]} for top in part["top_logprobs"]]}
+
+
+def delta_event(event_type: str, sequence_number: int, item_id: str, output_index: int, delta: str,
+                logprobs: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """A text, reasoning or arguments delta, exactly as build_event dumps it (the same keys
     in the same order; tests/stream/test_builder.py holds the two together), built without
     the SDK's validation: one event per token is most of what the builder makes, and its
@@ -63,7 +82,7 @@ def delta_event(event_type: str, sequence_number: int, item_id: str, output_inde
                 "type": event_type}
     event = {"content_index": 0, "delta": delta, "item_id": item_id}
     if event_type == "response.output_text.delta":
-        event["logprobs"] = []
+        event["logprobs"] = logprobs or []
     event.update(output_index=output_index, sequence_number=sequence_number, type=event_type)
     return event
 
@@ -100,11 +119,14 @@ class EventBuilder:
 
     # --- harmony progress ----------------------------------------------------------------
 
-    def apply(self, progress: MessageStarted | ContentDelta | MessageFinished) -> None:
+    def apply(self, progress: MessageStarted | ContentDelta | MessageFinished,
+              logprobs: list[list[tuple[int, float]]] | None = None) -> None:
+        """``logprobs``: of the tokens of a ContentDelta (include message.output_text.logprobs),
+        as EngineChunk.logprobs gives them; kept for an answer's text only."""
         if isinstance(progress, MessageStarted):
             self._start_item(progress)
         elif isinstance(progress, ContentDelta):
-            self._delta(progress.text)
+            self._delta(progress.text, logprobs)
         else:
             self._finish_item(progress.text, "completed")
 
@@ -205,17 +227,22 @@ class EventBuilder:
             self._emit(types.ResponseContentPartAddedEvent, type="response.content_part.added", item_id=item_id,
                        output_index=index, content_index=0, part=part)
 
-    def _delta(self, text: str) -> None:
+    def _delta(self, text: str, logprobs: list[list[tuple[int, float]]] | None = None) -> None:
         item, index = self.open_item, self._open_index
         if item is None or index is None:
             raise ValueError("content arrived outside of a message")
         self._dirty_items.add(index)
+        event_logprobs = None
         if item["type"] == "function_call":
             item["arguments"] += text
         else:
             item["content"][0]["text"] += text
+            if logprobs is not None and item["type"] == "message":
+                part_logprobs = [_part_logprob(entry) for entry in logprobs]
+                item["content"][0]["logprobs"].extend(part_logprobs)
+                event_logprobs = [_event_logprob(entry) for entry in part_logprobs]
         self._pending_events.append(delta_event(DELTA_EVENT[item["type"]], self.next_sequence_number, item["id"],
-                                                index, text))
+                                                index, text, event_logprobs))
         self.next_sequence_number += 1
 
     def _finish_item(self, text: str, status: str) -> None:
@@ -239,7 +266,7 @@ class EventBuilder:
             else:
                 self._annotate(part, common)
                 self._emit(types.ResponseTextDoneEvent, type="response.output_text.done", content_index=0, text=text,
-                           logprobs=[], **common)
+                           logprobs=[_event_logprob(entry) for entry in part.get("logprobs") or []], **common)
             self._emit(types.ResponseContentPartDoneEvent, type="response.content_part.done", content_index=0,
                        part=part, **common)
             if item["type"] == "reasoning" and self.summarizes and status == "completed":

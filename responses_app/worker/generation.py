@@ -28,6 +28,7 @@ from responses_app.worker.token_usage import Usage
 from responses_app.worker.tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
 
 log = logging.getLogger(__name__)
+LOGPROBS_INCLUDE = "message.output_text.logprobs"
 
 
 class ResponseFailure(Exception):
@@ -114,9 +115,12 @@ class Generation:
             top_p=request.get("top_p"),
             presence_penalty=request.get("presence_penalty"),
             frequency_penalty=request.get("frequency_penalty"),
+            logprobs=request.get("top_logprobs", 0) if LOGPROBS_INCLUDE in (request.get("include") or []) else None,
             stop_token_ids=stop_token_ids(),
             metadata=request.get("metadata") or {},
         )
+        # The logprobs of the tokens since the last text delta (include message.output_text.logprobs).
+        self.pending_logprobs: list[list[tuple[int, float]]] = []
         self.summary_style: str | None = (request.get("reasoning") or {}).get("summary")
         self.summary_tokens = 0  # the output of the summaries' engine calls
         self.summaries = 0
@@ -229,7 +233,9 @@ class Generation:
                 if chunk is not None:
                     if chunk.cached_tokens:
                         self.usage.cached_tokens += chunk.cached_tokens
-                    for token_id in chunk.token_ids:
+                    for index, token_id in enumerate(chunk.token_ids):
+                        if chunk.logprobs is not None:
+                            self.pending_logprobs.append(chunk.logprobs[index])
                         progress = self._feed(token_id)
                         if self.ready_call is not None:
                             return "tool_call"  # a call ended with <|end|> rather than <|call|>
@@ -299,8 +305,14 @@ class Generation:
         elif self.call is not None and isinstance(step, MessageFinished):
             self.call.finished(step.text)
             self.ready_call, self.call = self.call, None
+        elif isinstance(step, ContentDelta) and self.params.logprobs is not None:
+            # A delta's logprobs are those of the tokens that made it (a character may span two).
+            logprobs, self.pending_logprobs = self.pending_logprobs, []
+            self.builder.apply(step, logprobs=logprobs)
         else:
             self.builder.apply(step)
+        if not isinstance(step, ContentDelta):
+            self.pending_logprobs = []  # header and end tokens belong to no text
 
 
 def _format_constraint(output_format: dict[str, Any]) -> dict[str, Any]:

@@ -194,3 +194,27 @@ def test_each_reasoning_item_of_a_tool_loop_gets_its_summary(alice):
     reasoning, call = first.output
     assert reasoning.summary[0].text == "I should call get_weather."
     assert call.type == "function_call" and first.status == "completed"
+
+
+# --- logprobs ----------------------------------------------------------------------------------
+
+
+def test_the_answers_logprobs_come_with_include_and_top_logprobs_streamed_and_stored(alice):
+    script = reasoning_and_answer("Hm.", "Paris ☃ is lovely.")
+    events = [event.to_dict() for event in alice.responses.create(
+        model="echo", input=script, stream=True, include=["message.output_text.logprobs"], top_logprobs=2)]
+    stored = alice.responses.retrieve(events[-1]["response"]["id"])
+
+    part = stored.output[-1].content[0]
+    # Each token's bytes, joined, are the text; the echo model is certain of every token.
+    assert b"".join(bytes(entry.bytes) for entry in part.logprobs).decode() == part.text == "Paris ☃ is lovely."
+    assert all(entry.logprob == 0.0 and [top.logprob for top in entry.top_logprobs] == [-20.0, -21.0]
+               for entry in part.logprobs)
+    streamed = [entry for e in events if e["type"] == "response.output_text.delta" for entry in e["logprobs"]]
+    done = next(e for e in events if e["type"] == "response.output_text.done")
+    assert [entry["token"] for entry in streamed] == [entry["token"] for entry in done["logprobs"]] == \
+        [entry.token for entry in part.logprobs]
+    assert stored.top_logprobs == 2
+    # Reasoning has none, and without the include value the answer has none either.
+    assert all(not e.get("logprobs") for e in events if e["type"].startswith("response.reasoning"))
+    assert alice.responses.create(model="echo", input=script, top_logprobs=2).output[-1].content[0].logprobs == []

@@ -363,3 +363,24 @@ def test_steering_a_vllm_response_hands_the_input_to_a_successor_that_runs_on_vl
     assert finished.usage.output_tokens == 300  # it ran on vLLM, with the parent's settings
     assert [i.content[0].text for i in alice.responses.input_items.list(successor["id"]).data] == [
         "Now something else."]
+
+
+def test_a_reasoning_summary_on_vllm_interrupts_nothing_the_model_goes_on_where_it_stopped(alice, vllm_stack):
+    completion = CAPITAL.turns[0].completion
+    plain = alice.responses.create(model="tiny-trained", input=CAPITAL.input, **GREEDY)
+    summarized = alice.responses.create(model="tiny-trained", input=CAPITAL.input, reasoning={"summary": "concise"},
+                                        **GREEDY)
+
+    assert summarized.status == "completed"
+    assert summarized.output[0].content[0].text == reasoning_text(completion)
+    # The answer after the summary's own engine call is the one greedy decoding gives anyway.
+    assert summarized.output_text == plain.output_text == final_text(completion)
+    assert summarized.usage.output_tokens > plain.usage.output_tokens
+    assert summarized.usage.input_tokens > plain.usage.input_tokens
+
+
+def test_sampling_penalties_reach_vllm(alice, vllm_stack):
+    response = alice.responses.create(model="tiny-trained", input=CAPITAL.input, presence_penalty=1.5,
+                                      frequency_penalty=-0.5, max_output_tokens=32)
+    assert response.status in ("completed", "incomplete") and response.error is None
+    assert (response.to_dict()["presence_penalty"], response.to_dict()["frequency_penalty"]) == (1.5, -0.5)
