@@ -103,7 +103,7 @@ class VllmEngine:
             async for output in outputs:
                 token_ids = list(output.outputs[0].token_ids)
                 if token_ids or first:
-                    logprobs = (_token_logprobs(token_ids, output.outputs[0].logprobs)
+                    logprobs = (_token_logprobs(token_ids, output.outputs[0].logprobs, params.logprobs)
                                 if params.logprobs is not None else None)
                     yield EngineChunk(token_ids=token_ids, cached_tokens=output.num_cached_tokens if first else None,
                                       logprobs=logprobs)
@@ -188,14 +188,14 @@ class VllmEngine:
         return SchedulerRecorder
 
 
-def _token_logprobs(token_ids: list[int], logprobs: Any) -> list[list[tuple[int, float]]]:
-    """vLLM's per-token ``{id: Logprob}`` (the sampled token and the top alternatives) as
-    EngineChunk.logprobs: the sampled token first, then the alternatives by rank."""
+def _token_logprobs(token_ids: list[int], logprobs: Any, top: int) -> list[list[tuple[int, float]]]:
+    """vLLM's per-token ``{id: Logprob}`` (the sampled token, and the ``top`` most likely) as
+    EngineChunk.logprobs: the sampled token first, then the ``top`` alternatives by rank."""
     result = []
     for token_id, candidates in zip(token_ids, logprobs or [], strict=False):
         chosen = candidates.get(token_id)
-        alternatives = sorted(((other, entry) for other, entry in candidates.items() if entry.rank is not None),
-                              key=lambda pair: pair[1].rank)
+        alternatives = sorted(((other, entry) for other, entry in candidates.items()
+                               if entry.rank is not None and entry.rank <= top), key=lambda pair: pair[1].rank)
         result.append([(token_id, chosen.logprob if chosen is not None else 0.0),
                        *((other, entry.logprob) for other, entry in alternatives)])
     return result

@@ -384,3 +384,15 @@ def test_sampling_penalties_reach_vllm(alice, vllm_stack):
                                       frequency_penalty=-0.5, max_output_tokens=32)
     assert response.status in ("completed", "incomplete") and response.error is None
     assert (response.to_dict()["presence_penalty"], response.to_dict()["frequency_penalty"]) == (1.5, -0.5)
+
+
+def test_logprobs_of_a_greedy_answer_are_vllms_and_the_chosen_token_is_the_most_likely(alice, vllm_stack):
+    response = alice.responses.create(model="tiny-trained", input=CAPITAL.input, top_logprobs=3,
+                                      include=["message.output_text.logprobs"], **GREEDY)
+
+    part = response.output[-1].content[0]
+    assert b"".join(bytes(entry.bytes) for entry in part.logprobs).decode() == part.text
+    for entry in part.logprobs:
+        tops = [top.logprob for top in entry.top_logprobs]
+        assert len(tops) == 3 and tops == sorted(tops, reverse=True) and entry.logprob <= 0
+        assert entry.logprob == pytest.approx(tops[0])  # greedy: the chosen token is the top one
