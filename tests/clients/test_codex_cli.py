@@ -68,10 +68,10 @@ def completed_items(events: list[dict], kind: str) -> list[dict]:
 
 
 @pytest.mark.parametrize("websockets", [False, True], ids=["http", "websocket"])
-def test_codex_exec_runs_a_tool_round_trip(tmp_path, stack, alice_key, db_access, websockets):
+def test_codex_exec_runs_a_tool_round_trip(tmp_path, stack, client_key, db_access, websockets):
     before = set(Response.objects.values_list("pk", flat=True))
 
-    events = run_codex(tmp_path, stack.base_url, alice_key, websockets)
+    events = run_codex(tmp_path, stack.base_url, client_key, websockets)
 
     [command] = completed_items(events, "command_execution")
     assert MARKER in command["aggregated_output"] and command["exit_code"] == 0

@@ -17,8 +17,8 @@ def get_weather(city: str) -> str:
     return f"It is sunny in {city}."
 
 
-def test_a_langchain_tool_loop_runs_on_the_responses_api(stack, alice_key):
-    model = ChatOpenAI(model="echo", base_url=stack.base_url, api_key=alice_key, use_responses_api=True,
+def test_a_langchain_tool_loop_runs_on_the_responses_api(stack, client_key):
+    model = ChatOpenAI(model="echo", base_url=stack.base_url, api_key=client_key, use_responses_api=True,
                        reasoning={"effort": "low", "summary": "auto"}, max_retries=0)
     agent = model.bind_tools([get_weather])
     messages = [HumanMessage(function_call_then_answer("get_weather", '{"city": "Paris"}', "Sunny in Paris."))]

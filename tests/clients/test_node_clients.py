@@ -24,12 +24,12 @@ def run_node(script: str, base_url: str, key: str, prompt: str, model: str = "ec
     return json.loads(finished.stdout.strip().splitlines()[-1])
 
 
-def test_the_ai_sdk_runs_a_multi_step_tool_loop_with_its_reasoning_shown(stack, alice_key):
+def test_the_ai_sdk_runs_a_multi_step_tool_loop_with_its_reasoning_shown(stack, client_key):
     prompt = function_call_then_answer("get_weather", '{"city": "Paris"}', "Sunny in Paris.")
 
     # The AI SDK sends no reasoning options for a model it does not know: the model's
     # registry entry asks for summaries (reasoning_summary), as an operator would set it.
-    result = run_node("ai_sdk_tool_loop.mjs", stack.base_url, alice_key, prompt, model="echo-summarized")
+    result = run_node("ai_sdk_tool_loop.mjs", stack.base_url, client_key, prompt, model="echo-summarized")
 
     first, last = result["steps"][0], result["steps"][-1]
     assert first["finishReason"] == "tool-calls"
@@ -41,8 +41,8 @@ def test_the_ai_sdk_runs_a_multi_step_tool_loop_with_its_reasoning_shown(stack, 
     assert (last["finishReason"], result["text"]) == ("stop", "Sunny in Paris.")
 
 
-def test_the_node_sdk_streams_continues_and_retrieves(stack, alice_key):
-    result = run_node("node_sdk_stream.mjs", stack.base_url, alice_key, "Hello from Node")
+def test_the_node_sdk_streams_continues_and_retrieves(stack, client_key):
+    result = run_node("node_sdk_stream.mjs", stack.base_url, client_key, "Hello from Node")
 
     assert result["types"][0] == "response.created" and result["types"][-1] == "response.completed"
     assert result["streamedStatus"] == "completed" and "Hello from Node" in result["storedText"]

@@ -111,7 +111,7 @@ def test_bad_conversation_requests_are_400s_that_write_nothing(alice, db_access)
     for body in bad:
         with pytest.raises(openai.BadRequestError) as refused:
             alice.responses.create(model="echo", input="x", **body)
-        assert refused.value.body["param"] in ("conversation", "previous_response_id")
+        assert refused.value.body["param"] in ("conversation", "conversation.extra", "previous_response_id")
     with pytest.raises(openai.NotFoundError):
         alice.responses.create(model="echo", input="x", conversation="conv_missing")
     for body in ({"metadata": {"k": 1}}, {"items": "text"}, {"items": [{"role": "robot", "content": "x"}]},
