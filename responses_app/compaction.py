@@ -48,6 +48,15 @@ def kept_verbatim(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [item for item in items if item.get("type", "message") == "message" and item.get("role") == "user"]
 
 
+def compacted(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A context as the model reads it: before its last compaction item, only the user's
+    messages (the item summarizes the rest). A compaction item that a client sends back
+    (POST /responses/compact) or that a response made itself (context_management) counts
+    the same."""
+    last = max((index for index, item in enumerate(items) if item.get("type") == "compaction"), default=None)
+    return items if last is None else kept_verbatim(items[:last]) + items[last:]
+
+
 def as_prompt_item(item: dict[str, Any]) -> dict[str, Any]:
     """The item the prompt renders in place of a compaction item: its summary, as a
     developer message (harmony's mid-conversation instructions)."""

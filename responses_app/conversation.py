@@ -14,7 +14,7 @@ from typing import Any
 from django.conf import settings
 
 from responses_app import selectors, truncation
-from responses_app.compaction import as_prompt_item
+from responses_app.compaction import as_prompt_item, compacted
 from responses_app.conversations.items import history as conversation_items
 from responses_app.errors import InvalidRequest
 from responses_app.harmony.prompt import PromptError, PromptRequest, render_prompt
@@ -55,7 +55,7 @@ def history(chain: list[Response], input_items: list[dict[str, Any]]) -> list[di
 
 def prompt_request(params: dict[str, Any], items: list[dict[str, Any]], day: date) -> PromptRequest:
     return PromptRequest(
-        history=[as_prompt_item(item) for item in items],
+        history=[as_prompt_item(item) for item in compacted(items)],
         instructions=params.get("instructions"),
         reasoning_effort=(params.get("reasoning") or {}).get("effort"),
         verbosity=(params.get("text") or {}).get("verbosity"),

@@ -133,7 +133,7 @@ def parse_create_request(body: Any) -> CreateRequest:
         "top_logprobs": _optional_int(body, "top_logprobs", minimum=0, maximum=MAX_TOP_LOGPROBS) or 0,
         "include": _include(body.get("include")),
         "client_metadata": _client_metadata(body.get("client_metadata")),
-        "context_management": body.get("context_management"),
+        "context_management": _context_management(body.get("context_management")),
     }
     input_items = parse_input(body.get("input"), references=True)
     if not input_items and previous_response_id is None and not conversation_id:
@@ -270,6 +270,19 @@ def _reasoning(value: Any, model: dict[str, Any]) -> dict[str, Any]:
     if value.get("context") is not None:
         reasoning["context"] = value["context"]
     return reasoning
+
+
+def _context_management(value: Any) -> list[dict[str, Any]] | None:
+    """``[{"type": "compaction", "compact_threshold": N}]``: compact the context once its
+    prompt passes N tokens (worker/generation.py); the only type OpenAI defines."""
+    for index, entry in enumerate(value or []):
+        if entry["type"] != "compaction":
+            raise InvalidRequest(f"Invalid value for 'context_management[{index}].type': {entry['type']!r}. "
+                                 "Supported values are: 'compaction'.", param=f"context_management[{index}].type",
+                                 code="invalid_value")
+        name = f"context_management[{index}].compact_threshold"
+        _optional_int({name: entry.get("compact_threshold")}, name, minimum=1)
+    return list(value) if value else None
 
 
 def _client_metadata(value: Any) -> dict[str, str]:

@@ -8,18 +8,26 @@ loop (engines/host.py).
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from contextlib import closing
 from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
 
-from responses_app.conversation import ChainBroken, PromptTooLong, response_history, response_prompt
+from responses_app import compaction
+from responses_app.conversation import ChainBroken, PromptTooLong, prompt_request, response_history, response_prompt
 from responses_app.engines.base import EngineDead, SamplingParams
 from responses_app.engines.host import engine_host
 from responses_app.harmony.encoding import stop_token_ids
 from responses_app.harmony.parser import ContentDelta, HarmonyOutputError, MessageFinished, MessageStarted, OutputParser
-from responses_app.harmony.prompt import PromptError, forced_call_prefix, summary_prompt, tool_result_tokens
+from responses_app.harmony.prompt import (
+    PromptError,
+    forced_call_prefix,
+    render_prompt,
+    summary_prompt,
+    tool_result_tokens,
+)
 from responses_app.models import Response, ResponseStatus
 from responses_app.stream.builder import EventBuilder
 from responses_app.worker.batch_writer import BatchWriter, CancelRequested
@@ -56,6 +64,9 @@ def generate(
     try:
         generation.toolbox.prepare()
         prompt = _prompt(response, history, builder.output)
+        if _compaction_due(response, len(prompt), builder.output):
+            generation.compact(history)
+            prompt = _prompt(response, history, builder.output)  # the compaction item now stands for the rest
         return generation.run(prompt)
     except ToolLoopFailure as error:
         raise ResponseFailure(str(error), code="server_error") from error
@@ -67,6 +78,19 @@ def generate(
                               code="server_error") from error
     finally:
         generation.count_usage()
+
+
+def _compaction_due(response: Response, prompt_tokens: int, output: list[dict[str, Any]]) -> bool:
+    """context_management: the prompt has passed its compaction threshold (by default 80%
+    of the model's context), and this response has not compacted it yet (a retry after a
+    lost worker finds its compaction item in its output)."""
+    entries = [entry for entry in response.request.get("context_management") or [] if entry["type"] == "compaction"]
+    if not entries or any(item["type"] == "compaction" for item in output):
+        return False
+    threshold = entries[0].get("compact_threshold")
+    if threshold is None:
+        threshold = int(0.8 * (settings.MODEL_REGISTRY[response.model].get("max_model_len") or 0)) or None
+    return threshold is not None and prompt_tokens > threshold
 
 
 def _prompt(response: Response, history: list[dict[str, Any]], output: list[dict[str, Any]]) -> list[int]:
@@ -122,7 +146,7 @@ class Generation:
         # The logprobs of the tokens since the last text delta (include message.output_text.logprobs).
         self.pending_logprobs: list[list[tuple[int, float]]] = []
         self.summary_style: str | None = (request.get("reasoning") or {}).get("summary")
-        self.summary_tokens = 0  # the output of the summaries' engine calls
+        self.summary_tokens = 0  # the output of the side calls (summaries, a compaction)
         self.summaries = 0
         self.function_namespaces = frozenset(tool["name"] for tool in request.get("tools", [])
                                              if tool["type"] == "namespace")
@@ -250,21 +274,40 @@ class Generation:
                 self.writer.tick()
         return None
 
+    def compact(self, history: list[dict[str, Any]]) -> None:
+        """context_management: the served model summarizes the context (as a compaction
+        turn does, POST /responses/compact) in an engine call of its own; the summary
+        becomes this response's first output item, a ``compaction`` item, which stands for
+        all but the user's messages in this prompt and in every later turn's."""
+        request = self.response.request
+        items = [*history, *self.builder.output, compaction.summary_request_item()]
+        prompt = render_prompt(prompt_request(request, items, self.response.created_at.date()))
+        parts: list[str] = []
+        self._side_call(prompt, settings.COMPACTION_MAX_OUTPUT_TOKENS, "compaction", parts.append)
+        self.builder.add_item(compaction.compaction_item("".join(parts)))
+        self.builder.finish_item(None)
+        self._flush()
+
     def _summarize(self) -> None:
         """reasoning.summary: the served model writes a summary of the reasoning item it has
         just finished, in an engine call of its own, streamed into that item's summary
-        before the model goes on. Its tokens count as output (and against the budget)."""
+        before the model goes on."""
         self.summaries += 1
         prompt, cap = summary_prompt(self.builder.summary_due or "", self.summary_style or "auto")
+        self._side_call(prompt, cap, f"summary{self.summaries}", self.builder.summary_delta)
+        self.builder.finish_summary()
+
+    def _side_call(self, prompt: list[int], cap: int, name: str, on_answer: Callable[[str], None]) -> None:
+        """An engine call beside the response's own (a summary): its final answer's text
+        goes to ``on_answer`` as it comes. Its tokens count in usage and against the budget."""
         remaining = self._remaining()
         max_tokens = cap if remaining is None else min(cap, remaining)
         if max_tokens == 0:
-            self.builder.finish_summary()
             return
         self.usage.input_tokens += len(prompt)
         parser, in_answer = OutputParser(), False
         params = SamplingParams(max_tokens=max_tokens, stop_token_ids=stop_token_ids())
-        request_id = f"{self.response.pk}:{self.response.attempts}:summary{self.summaries}"
+        request_id = f"{self.response.pk}:{self.response.attempts}:{name}"
         stream = engine_host().stream(self.response.model, prompt, params, request_id=request_id)
         try:
             with closing(stream):
@@ -274,13 +317,12 @@ class Generation:
                             if isinstance(step, MessageStarted):
                                 in_answer = step.channel == "final"
                             elif isinstance(step, ContentDelta) and in_answer:
-                                self.builder.summary_delta(step.text)
+                                on_answer(step.text)
                     self.writer.tick()
         except HarmonyOutputError as error:
-            log.warning("%s: the summary's output is not harmony (%s); keeping what came", request_id, error)
+            log.warning("%s: the output is not harmony (%s); keeping what came", request_id, error)
         self.summary_tokens += parser.output_tokens
         self.count_usage()
-        self.builder.finish_summary()
 
     def _steered_at(self, progress: list) -> bool:
         """Steering input is queued and the model has just finished a reasoning item: the

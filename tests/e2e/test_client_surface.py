@@ -218,3 +218,46 @@ def test_the_answers_logprobs_come_with_include_and_top_logprobs_streamed_and_st
     # Reasoning has none, and without the include value the answer has none either.
     assert all(not e.get("logprobs") for e in events if e["type"].startswith("response.reasoning"))
     assert alice.responses.create(model="echo", input=script, top_logprobs=2).output[-1].content[0].logprobs == []
+
+
+# --- context_management: compaction -----------------------------------------------------------
+
+
+LONG_CONTEXT = [
+    {"role": "user", "content": "Tell me about tides."},
+    {"role": "assistant", "content": "Tides are the rise and fall of the sea. " * 20},
+    {"role": "user", "content": "And the Moon?"},
+    {"role": "assistant", "content": "The Moon's gravity pulls the water towards it. " * 20},
+    {"role": "user", "content": "Thanks. Summarize in a word."},
+]
+
+
+def test_a_context_past_its_threshold_is_compacted_by_the_model_before_it_answers(alice):
+    compacting = {"type": "compaction", "compact_threshold": 200}
+    plain = alice.responses.create(model="echo", input=LONG_CONTEXT)
+    first = alice.responses.create(model="echo", input=LONG_CONTEXT, context_management=[compacting])
+
+    compaction, *rest = first.output
+    assert compaction.type == "compaction" and compaction.encrypted_content
+    assert first.output_text == plain.output_text == "You said: Thanks. Summarize in a word."
+    # The summary's turn is counted; the answer's prompt is the user's messages and the summary.
+    assert first.usage.input_tokens > plain.usage.input_tokens
+    # Later turns read the compacted context: the assistant's long answers are gone from it.
+    count = {"model": "echo", "input": "One more?"}
+    after_compaction = alice.responses.input_tokens.count(previous_response_id=first.id, **count).input_tokens
+    after_plain = alice.responses.input_tokens.count(previous_response_id=plain.id, **count).input_tokens
+    assert after_compaction < after_plain / 2
+    later = alice.responses.create(model="echo", previous_response_id=first.id, input="One more?")
+    assert later.usage.input_tokens == after_compaction and later.output_text == "You said: One more?"
+
+
+def test_a_context_under_its_threshold_is_left_alone(alice):
+    response = alice.responses.create(model="echo", input=LONG_CONTEXT,
+                                      context_management=[{"type": "compaction", "compact_threshold": 100000}])
+    assert [item.type for item in response.output] == ["reasoning", "message"]
+
+
+def test_context_management_of_another_type_is_a_400(alice):
+    with pytest.raises(openai.BadRequestError) as raised:
+        alice.responses.create(model="echo", input="Hi", context_management=[{"type": "forgetting"}])
+    assert raised.value.body["param"] == "context_management[0].type"
