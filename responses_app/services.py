@@ -234,16 +234,21 @@ def resolve_input(tenant: Tenant, input_items: list[dict[str, Any]]) -> list[dic
     return resolved
 
 
+# The calls a client runs, and the items that answer them.
+CALL_OUTPUTS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
+
+
 def _check_function_call_outputs(earlier: list[dict[str, Any]], input_items: list[dict[str, Any]]) -> None:
-    """Every function_call_output must answer a function_call earlier in the conversation
-    (in ``earlier``, the history, or earlier in this input)."""
-    if not any(item["type"] == "function_call_output" for item in input_items):
+    """Every function_call_output (custom_tool_call_output) must answer a function_call
+    (custom_tool_call) earlier in the conversation (in ``earlier``, the history, or earlier
+    in this input)."""
+    if not any(item["type"] in CALL_OUTPUTS.values() for item in input_items):
         return
-    known = {data["call_id"] for data in earlier if data.get("type") == "function_call"}
+    known = {data["call_id"] for data in earlier if data.get("type") in CALL_OUTPUTS}
     for index, item in enumerate(input_items):
-        if item["type"] == "function_call":
+        if item["type"] in CALL_OUTPUTS:
             known.add(item["call_id"])
-        elif item["type"] == "function_call_output" and item["call_id"] not in known:
+        elif item["type"] in CALL_OUTPUTS.values() and item["call_id"] not in known:
             raise InvalidRequest(f"No tool call found for function call output with call_id '{item['call_id']}'.",
                                  param=f"input[{index}].call_id")
 

@@ -164,6 +164,14 @@ class VllmEngine:
                 if params.extra.get("json_schema") is not None
                 else StructuredOutputsParams(json_object=True)
             )
+        if params.extra.get("grammar") is not None:
+            from vllm.sampling_params import StructuredOutputsParams
+
+            # A custom tool's input: {"type": "grammar", "syntax": "lark" | "regex", "definition"}.
+            grammar = params.extra["grammar"]
+            options["structured_outputs"] = (StructuredOutputsParams(regex=grammar["definition"])
+                                             if grammar["syntax"] == "regex"
+                                             else StructuredOutputsParams(grammar=grammar["definition"]))
         return VllmSamplingParams(**options)
 
     def _stat_logger(self) -> type:

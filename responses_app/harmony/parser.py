@@ -25,7 +25,7 @@ from openai_harmony import HarmonyEncoding, HarmonyError, Role, StreamableParser
 
 from responses_app.harmony.encoding import get_encoding, max_token_id, special_token_id
 
-MessageKind = Literal["reasoning", "message", "function_call", "tool_call"]
+MessageKind = Literal["reasoning", "message", "function_call", "custom_tool_call", "tool_call"]
 
 FUNCTION_PREFIX = "functions."
 # A model that never finishes a header would otherwise stream nothing until max_tokens.
@@ -66,10 +66,12 @@ class OutputParser:
     """Feed engine tokens one by one; get events back."""
 
     def __init__(self, encoding: HarmonyEncoding | None = None,
-                 function_namespaces: frozenset[str] = frozenset()) -> None:
+                 function_namespaces: frozenset[str] = frozenset(), custom_tools: frozenset[str] = frozenset()) -> None:
         self._encoding = encoding or get_encoding()
-        # The response's namespace tools: a call to one of their functions is a function_call.
+        # The response's namespace tools: a call to one of their functions is a function_call;
+        # a call to one of its custom tools (in "functions") is a custom_tool_call.
         self._function_namespaces = function_namespaces
+        self._custom_tools = custom_tools
         self._parser = StreamableParser(self._encoding, Role.ASSISTANT)
         self._end = special_token_id("<|end|>")
         self._start = special_token_id("<|start|>")
@@ -185,7 +187,7 @@ class OutputParser:
         channel = self._parser.current_channel
         recipient = self._parser.current_recipient or None
         kind, name = self._classify(channel, recipient)
-        namespace = recipient.partition(".")[0] if kind == "function_call" and recipient else None
+        namespace = recipient.partition(".")[0] if kind in ("function_call", "custom_tool_call") and recipient else None
         if channel == "analysis":
             # The header tokens belong to the analysis message too.
             self.reasoning_tokens += self._message_tokens
@@ -201,6 +203,8 @@ class OutputParser:
             if recipient.startswith(FUNCTION_PREFIX) or namespace in self._function_namespaces:
                 if not name:
                     self._fail("Function call without a function name.")
+                if recipient.startswith(FUNCTION_PREFIX) and name in self._custom_tools:
+                    return "custom_tool_call", name
                 return "function_call", name
             return "tool_call", None
         if channel == "analysis":

@@ -149,7 +149,7 @@ def _developer_message(request: PromptRequest) -> Message | None:
 def offered_namespaces(tools: list[dict], tool_choice: str | dict) -> list[dict]:
     """The namespace tools the model is told about, each as a harmony namespace of its
     own beside ``functions`` (a call to one is ``to=<namespace>.<function>``)."""
-    if tool_choice == "none" or (isinstance(tool_choice, dict) and tool_choice.get("type") == "function"):
+    if tool_choice == "none" or (isinstance(tool_choice, dict) and tool_choice.get("type") in ("function", "custom")):
         return []
     return [tool for tool in tools if tool.get("type") == "namespace"]
 
@@ -162,7 +162,7 @@ def offered_function_tools(tools: list[dict], tool_choice: str | dict) -> list[d
     ``{"type": "allowed_tools", "tools": [...]}`` offers the listed functions. Non-function
     tools (built-in tools) are rendered elsewhere.
     """
-    functions = [tool for tool in tools if tool.get("type", "function") == "function"]
+    functions = [tool for tool in tools if tool.get("type", "function") in ("function", "custom")]
     if tool_choice == "none":
         return []
     if isinstance(tool_choice, dict):
@@ -174,7 +174,7 @@ def offered_function_tools(tools: list[dict], tool_choice: str | dict) -> list[d
 
 def _allowed_function_names(tool_choice: dict) -> set[str] | None:
     choice_type = tool_choice.get("type")
-    if choice_type == "function":
+    if choice_type in ("function", "custom"):
         return {tool_choice.get("name")}
     if choice_type == "allowed_tools":
         return {tool.get("name") for tool in tool_choice.get("tools", []) if tool.get("type") == "function"}
@@ -185,7 +185,19 @@ def _tool_description(tool: dict) -> ToolDescription:
     name = tool.get("name")
     if not name:
         raise PromptError("A function tool needs a name.")
+    if tool.get("type") == "custom":
+        return ToolDescription.new(name, _custom_tool_description(tool), None)
     return ToolDescription.new(name, tool.get("description") or "", tool.get("parameters"))
+
+
+def _custom_tool_description(tool: dict) -> str:
+    """A custom tool takes free text, not JSON: its description says so (and gives its
+    grammar, which the engine also enforces on the call)."""
+    tool_format = tool.get("format") or {}
+    note = "Call it with plain text as its whole input, not JSON."
+    if tool_format.get("type") == "grammar":
+        note += f" The input must match this {tool_format['syntax']} grammar:\n{tool_format['definition']}"
+    return "\n".join(filter(None, [tool.get("description"), note]))
 
 
 # --- history items ---------------------------------------------------------------------
@@ -199,7 +211,7 @@ def history_messages(history: list[dict]) -> list[Message]:
     messages: list[Message] = []
     for index, item in enumerate(history):
         item_type = _item_type(item)
-        if item_type == "function_call":
+        if item_type in ("function_call", "custom_tool_call"):
             call_names[str(item.get("call_id"))] = _function_recipient(item, index)
         if item_type == "mcp_approval_request":
             approvals[str(item.get("id"))] = item
@@ -287,11 +299,19 @@ def _output_text(output: object) -> str:
 
 
 ItemRenderer = Callable[[dict, dict[str, str]], Message | None]
+def _custom_tool_call(item: dict, call_names: dict[str, str]) -> Message:
+    """A custom tool's call: its input as written, free text rather than JSON."""
+    return (Message.from_role_and_content(Role.ASSISTANT, str(item.get("input") or ""))
+            .with_channel("commentary").with_recipient(call_names[str(item.get("call_id"))]))
+
+
 ITEM_RENDERERS: dict[str, ItemRenderer] = {
     "message": _message,
     "reasoning": _reasoning,
     "function_call": _function_call,
     "function_call_output": _function_call_output,
+    "custom_tool_call": _custom_tool_call,
+    "custom_tool_call_output": _function_call_output,
 }
 
 
@@ -435,6 +455,8 @@ def _forced_header(tool_choice: str | dict, tools: list[dict]) -> str | None:
     kind = tool_choice.get("type")
     if kind == "namespace":
         return f"<|channel|>commentary to={tool_choice['name']}."
+    if kind == "custom":
+        return f"<|channel|>commentary to={FUNCTIONS_NAMESPACE}.{tool_choice['name']}<|message|>"
     if kind == "function":
         recipient = f"{FUNCTIONS_NAMESPACE}.{tool_choice['name']}"
         return f"<|channel|>commentary to={recipient} {FUNCTION_CALL_CONTENT_TYPE}<|message|>"

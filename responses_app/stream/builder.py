@@ -39,12 +39,15 @@ LIFECYCLE_EVENT_CLASSES: dict[str, type[BaseModel]] = {
     "response.failed": types.ResponseFailedEvent,
     "response.incomplete": types.ResponseIncompleteEvent,
 }
-ITEM_ID_PREFIX = {"reasoning": "rs", "message": "msg", "function_call": "fc"}
+ITEM_ID_PREFIX = {"reasoning": "rs", "message": "msg", "function_call": "fc", "custom_tool_call": "ctc"}
 DELTA_EVENT = {"reasoning": "response.reasoning_text.delta", "message": "response.output_text.delta",
-               "function_call": "response.function_call_arguments.delta"}
+               "function_call": "response.function_call_arguments.delta",
+               "custom_tool_call": "response.custom_tool_call_input.delta"}
+# Where a call item keeps the text the model writes.
+CALL_TEXT = {"function_call": "arguments", "custom_tool_call": "input"}
 # Items whose text streams from the model's message; the tool loop's items (code
 # interpreter, MCP, web search) are opened and closed through the generic methods below.
-MESSAGE_ITEM_TYPES = frozenset({"reasoning", "message", "function_call"})
+MESSAGE_ITEM_TYPES = frozenset({"reasoning", "message", "function_call", "custom_tool_call"})
 # Finds url_citation annotations in a final answer's text (set by the tool loop for web search).
 Annotator = Callable[[str], list[dict[str, Any]]]
 
@@ -77,7 +80,7 @@ def delta_event(event_type: str, sequence_number: int, item_id: str, output_inde
     in the same order; tests/stream/test_builder.py holds the two together), built without
     the SDK's validation: one event per token is most of what the builder makes, and its
     fields are the builder's own strings and integers."""
-    if event_type == "response.function_call_arguments.delta":
+    if event_type in ("response.function_call_arguments.delta", "response.custom_tool_call_input.delta"):
         return {"delta": delta, "item_id": item_id, "output_index": output_index, "sequence_number": sequence_number,
                 "type": event_type}
     event = {"content_index": 0, "delta": delta, "item_id": item_id}
@@ -212,6 +215,9 @@ class EventBuilder:
             item = {"id": item_id, "type": "reasoning", "summary": [], "content": [], "status": "in_progress"}
         elif started.kind == "message":
             item = {"id": item_id, "type": "message", "role": "assistant", "content": [], "status": "in_progress"}
+        elif started.kind == "custom_tool_call":
+            item = {"id": item_id, "type": "custom_tool_call", "call_id": new_id("call"), "name": started.name,
+                    "input": ""}
         else:
             item = {"id": item_id, "type": "function_call", "call_id": new_id("call"), "name": started.name,
                     **({"namespace": started.namespace} if started.namespace else {}),
@@ -233,8 +239,8 @@ class EventBuilder:
             raise ValueError("content arrived outside of a message")
         self._dirty_items.add(index)
         event_logprobs = None
-        if item["type"] == "function_call":
-            item["arguments"] += text
+        if item["type"] in CALL_TEXT:
+            item[CALL_TEXT[item["type"]]] += text
         else:
             item["content"][0]["text"] += text
             if logprobs is not None and item["type"] == "message":
@@ -254,6 +260,10 @@ class EventBuilder:
             item["arguments"] = text
             self._emit(types.ResponseFunctionCallArgumentsDoneEvent, type="response.function_call_arguments.done",
                        arguments=text, **common)
+        elif item["type"] == "custom_tool_call":
+            item["input"] = text
+            self._emit(types.ResponseCustomToolCallInputDoneEvent, type="response.custom_tool_call_input.done",
+                       input=text, **common)
         else:
             part = item["content"][0]
             part["text"] = text
@@ -276,7 +286,8 @@ class EventBuilder:
         self._end_item(item, index, status)
 
     def _end_item(self, item: dict[str, Any], index: int, status: str) -> None:
-        item["status"] = status
+        if item["type"] != "custom_tool_call":  # the only one the SDK types without a status
+            item["status"] = status
         self._dirty_items.add(index)
         self._emit(types.ResponseOutputItemDoneEvent, type="response.output_item.done", output_index=index, item=item)
         self._open_index = None
@@ -331,6 +342,6 @@ class EventBuilder:
 
     @staticmethod
     def _item_text(item: dict[str, Any]) -> str:
-        if item["type"] == "function_call":
-            return item["arguments"]
+        if item["type"] in CALL_TEXT:
+            return item[CALL_TEXT[item["type"]]]
         return item["content"][0]["text"] if item["content"] else ""

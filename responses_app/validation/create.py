@@ -50,8 +50,6 @@ UNSUPPORTED_ITEM_TYPES = frozenset(
         "mcp_list_tools",
         "mcp_approval_request",
         "mcp_call",
-        "custom_tool_call",
-        "custom_tool_call_output",
         "item_reference",  # outside a create's input
     }
 )
@@ -109,7 +107,7 @@ def parse_create_request(body: Any) -> CreateRequest:
     if conversation_id and previous_response_id is not None:
         raise InvalidRequest("'previous_response_id' cannot be used together with 'conversation'.",
                              param="previous_response_id")
-    tools = validate_tools(body.get("tools"))
+    tools = validate_tools(body.get("tools"), constrains=settings.MODEL_REGISTRY[model]["engine"] == "vllm")
     params: dict[str, Any] = {
         "instructions": body.get("instructions"),
         "max_output_tokens": _optional_int(body, "max_output_tokens", minimum=1),
@@ -422,6 +420,16 @@ def _input_item(item: Any, param: str) -> dict[str, Any]:
             "output": output,
             "status": "completed",
         }
+    if item_type == "custom_tool_call":
+        return {"id": _item_id(item, param, "ctc"), "type": "custom_tool_call",
+                "call_id": _item_str(item, "call_id", param), "name": _item_str(item, "name", param),
+                "input": _item_str(item, "input", param, allow_empty=True), "status": "completed"}
+    if item_type == "custom_tool_call_output":
+        output = item.get("output")
+        if not isinstance(output, str):
+            raise invalid_type(f"{param}.output", "a string", output)
+        return {"id": _item_id(item, param, "ctco"), "type": "custom_tool_call_output",
+                "call_id": _item_str(item, "call_id", param), "output": output, "status": "completed"}
     if item_type == "reasoning":
         return _reasoning_item(item, param)
     if item_type == "compaction":

@@ -29,6 +29,18 @@ def _xgrammar() -> Any:
     return xgrammar
 
 
+def check_grammar(syntax: str, definition: str, param: str) -> None:
+    """A custom tool's ``lark`` or ``regex`` grammar, compiled as vLLM will compile it."""
+    xgrammar = _xgrammar()
+    if xgrammar is None:
+        return
+    try:
+        (xgrammar.Grammar.from_lark if syntax == "lark" else xgrammar.Grammar.from_regex)(definition)
+    except Exception as error:  # noqa: BLE001  (xgrammar raises RuntimeError/ValueError with the reason)
+        reason = re.sub(r"^\[[^\]]*\] \S+: ", "", str(error).strip())
+        raise InvalidRequest(f"Invalid {syntax} grammar: {reason}", param=param, code="invalid_grammar") from error
+
+
 def check_json_schema(schema: dict[str, Any]) -> None:
     xgrammar = _xgrammar()
     if xgrammar is None:

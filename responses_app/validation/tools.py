@@ -14,6 +14,7 @@ from typing import Any
 from responses_app.errors import InvalidRequest, invalid_type
 from responses_app.ids import new_id
 from responses_app.tool_types import NAME_PATTERN, WEB_SEARCH_TYPES
+from responses_app.validation.json_schema import check_grammar
 from responses_app.validation.mcp_tool import validate_mcp_tool
 
 # Harmony namespaces that tools of other kinds own: no namespace tool or MCP server may take them.
@@ -23,7 +24,9 @@ RESERVED_NAMESPACES = frozenset({"functions", "python", "browser", "container"})
 # --- tools -------------------------------------------------------------------------------------
 
 
-def validate_tools(value: Any) -> list[dict[str, Any]]:
+def validate_tools(value: Any, constrains: bool = False) -> list[dict[str, Any]]:
+    """``constrains``: the model's engine enforces grammars (vLLM), which a custom tool's
+    ``grammar`` format needs."""
     if value is None:
         return []
     if not isinstance(value, list):
@@ -36,6 +39,9 @@ def validate_tools(value: Any) -> list[dict[str, Any]]:
         tool_type = tool["type"]
         if tool_type == "function":
             tool = function_tool(tool, param)
+            _unique(tool["name"], function_names, f"Duplicate function name '{tool['name']}'.", f"{param}.name")
+        elif tool_type == "custom":
+            tool = _custom_tool(tool, param, constrains)
             _unique(tool["name"], function_names, f"Duplicate function name '{tool['name']}'.", f"{param}.name")
         elif tool_type == "namespace":
             tool = _namespace_tool(tool, param)
@@ -97,6 +103,25 @@ def function_tool(tool: dict, param: str) -> dict[str, Any]:
         "parameters": parameters or {"type": "object", "properties": {}},
         "strict": True if strict is None else strict,
     }
+
+
+def _custom_tool(tool: dict, param: str, constrains: bool) -> dict[str, Any]:
+    """A tool whose input is free text: called in harmony's ``functions`` namespace like a
+    function, answered as a ``custom_tool_call``; a ``grammar`` format is enforced on the
+    call's input by vLLM's structured outputs (worker/generation.py)."""
+    name = tool["name"]
+    if not NAME_PATTERN.match(name):
+        raise InvalidRequest(f"'{param}.name' must match ^[a-zA-Z0-9_-]{{1,64}}$.", param=f"{param}.name")
+    tool_format = tool.get("format") or {"type": "text"}
+    if tool_format["type"] == "grammar":
+        if not constrains:
+            raise InvalidRequest("This model cannot enforce a grammar on a custom tool's input (the echo engine "
+                                 "constrains nothing).", param=f"{param}.format")
+        check_grammar(tool_format["syntax"], tool_format["definition"], f"{param}.format.definition")
+        tool_format = {"type": "grammar", "syntax": tool_format["syntax"], "definition": tool_format["definition"]}
+    else:
+        tool_format = {"type": "text"}
+    return {"type": "custom", "name": name, "description": tool.get("description"), "format": tool_format}
 
 
 def _namespace_tool(tool: dict, param: str) -> dict[str, Any]:
@@ -164,12 +189,12 @@ def validate_tool_choice(value: Any, tools: list[dict[str, Any]]) -> str | dict[
         raise InvalidRequest(f"Invalid value for 'tool_choice': {value!r}.", param="tool_choice",
                              code="invalid_value")
     choice_type = value.get("type")
-    if choice_type == "function":
+    if choice_type in ("function", "custom"):
         name = value.get("name")
-        if not any(tool["type"] == "function" and tool["name"] == name for tool in tools):
-            raise InvalidRequest(f"tool_choice names the function {name!r}, which is not in 'tools'.",
+        if not any(tool["type"] == choice_type and tool["name"] == name for tool in tools):
+            raise InvalidRequest(f"tool_choice names the {choice_type} tool {name!r}, which is not in 'tools'.",
                                  param="tool_choice.name")
-        return {"type": "function", "name": name}
+        return {"type": choice_type, "name": name}
     if choice_type == "mcp":
         label, name = value.get("server_label"), value.get("name")
         if not any(tool["type"] == "mcp" and tool["server_label"] == label for tool in tools):

@@ -148,6 +148,10 @@ class Generation:
         self.summary_style: str | None = (request.get("reasoning") or {}).get("summary")
         self.summary_tokens = 0  # the output of the side calls (summaries, a compaction)
         self.summaries = 0
+        # Custom tools by name: their input format; a grammar is enforced on a call's input.
+        self.custom_formats = {tool["name"]: tool["format"] for tool in request.get("tools", [])
+                               if tool["type"] == "custom"}
+        self.grammar: dict[str, Any] | None = None  # the grammar the call just started must keep to
         self.function_namespaces = frozenset(tool["name"] for tool in request.get("tools", [])
                                              if tool["type"] == "namespace")
         self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}
@@ -188,7 +192,8 @@ class Generation:
         return max(self.budget - sum(parser.output_tokens for parser in self.parsers) - self.summary_tokens, 0)
 
     def _turn(self, prompt: list[int], prefill: list[int], request_id: str) -> TurnEnd:
-        self.parsers.append(OutputParser(function_namespaces=self.function_namespaces))
+        self.parsers.append(OutputParser(function_namespaces=self.function_namespaces,
+                                         custom_tools=frozenset(self.custom_formats)))
         self.tokens = []
         if self._remaining() == 0:  # the earlier turns spent the budget
             return TurnEnd([], status=ResponseStatus.INCOMPLETE, details={"reason": "max_output_tokens"})
@@ -199,16 +204,25 @@ class Generation:
         # Structured outputs constrain the final answer only, so that reasoning stays free:
         # the first engine call stops where the final message begins, and a second one,
         # under the grammar, continues from there (vLLM's prefix cache holds the start).
-        stop = self._engine_call(prompt + self.tokens, self.params, request_id, stop_at_final=constrained)
-        while stop == "summary":
-            # The reasoning item waits for its summary; then the model goes on where it
-            # stopped (vLLM's prefix cache holds the prompt and its tokens so far).
-            self._summarize()
-            if cancel_watch().steer_requested(self.response.pk):
-                stop = "steered"
-                break
-            stop = self._engine_call(prompt + self.tokens, self.params, f"{request_id}:after-summary{self.summaries}",
-                                     stop_at_final=constrained)
+        stop = ("grammar" if self.grammar is not None  # a forced custom tool call, prefilled
+                else self._engine_call(prompt + self.tokens, self.params, request_id, stop_at_final=constrained))
+        part = 0
+        while stop in ("summary", "grammar"):
+            # The model goes on where it stopped (vLLM's prefix cache holds the prompt and its
+            # tokens so far): after a reasoning item's summary, or, under its grammar, in the
+            # input of a custom tool call that it has just begun.
+            part += 1
+            params = self.params
+            if stop == "summary":
+                self._summarize()
+                if cancel_watch().steer_requested(self.response.pk):
+                    stop = "steered"
+                    break
+            else:
+                params = replace(self.params, extra={**self.params.extra, "grammar": self.grammar})
+                self.grammar = None
+            stop = self._engine_call(prompt + self.tokens, params, f"{request_id}:part{part}",
+                                     stop_at_final=constrained and "grammar" not in params.extra)
         if stop == "steered":
             return TurnEnd(self.tokens, status=ResponseStatus.INCOMPLETE, details={"reason": "steered"})
         if stop == "final" and self._remaining() != 0:
@@ -265,6 +279,8 @@ class Generation:
                             return "tool_call"  # a call ended with <|end|> rather than <|call|>
                         if self.builder.summary_due is not None:
                             return "summary"
+                        if self.grammar is not None:
+                            return "grammar"
                         if self._steered_at(progress):
                             return "steered"
                         if stop_at_final and any(isinstance(step, MessageStarted) and step.channel == "final"
@@ -340,6 +356,9 @@ class Generation:
 
     def _route(self, step: MessageStarted | ContentDelta | MessageFinished) -> None:
         """Server-side tool calls go to their ToolCall; everything else to the builder."""
+        if isinstance(step, MessageStarted) and step.kind == "custom_tool_call":
+            tool_format = self.custom_formats.get(step.name or "") or {}
+            self.grammar = tool_format if tool_format.get("type") == "grammar" else None
         if isinstance(step, MessageStarted) and step.kind == "tool_call":
             self.call = self.toolbox.call_for(step.recipient or "")
         elif self.call is not None and isinstance(step, ContentDelta):

@@ -261,3 +261,42 @@ def test_context_management_of_another_type_is_a_400(alice):
     with pytest.raises(openai.BadRequestError) as raised:
         alice.responses.create(model="echo", input="Hi", context_management=[{"type": "forgetting"}])
     assert raised.value.body["param"] == "context_management[0].type"
+
+
+# --- custom tools --------------------------------------------------------------------------
+
+
+PATCH_TOOL = {"type": "custom", "name": "apply_patch", "description": "Apply a patch to the files."}
+PATCH = "*** Begin Patch\n*** Update File: a.txt\n-old\n+new\n*** End Patch"
+
+
+def test_a_custom_tool_call_streams_its_free_text_input_and_round_trips(alice):
+    script = (f"<|channel|>commentary to=functions.apply_patch<|message|>{PATCH}<|call|>"
+              "<|start|>assistant<|channel|>final<|message|>Patched.<|return|>")
+    events = [e.to_dict() for e in alice.responses.create(model="echo", input=script, tools=[PATCH_TOOL],
+                                                          store=False, stream=True)]
+
+    [call] = [item for item in events[-1]["response"]["output"] if item["type"] == "custom_tool_call"]
+    assert (call["name"], call["input"]) == ("apply_patch", PATCH)
+    deltas = [e["delta"] for e in events if e["type"] == "response.custom_tool_call_input.delta"]
+    [done] = [e for e in events if e["type"] == "response.custom_tool_call_input.done"]
+    assert "".join(deltas) == done["input"] == PATCH
+    # The client applies it and sends the outcome back, as Codex does with apply_patch.
+    second = alice.responses.create(model="echo", tools=[PATCH_TOOL], store=False, input=[
+        {"role": "user", "content": script}, call,
+        {"type": "custom_tool_call_output", "call_id": call["call_id"], "output": "Applied."}])
+    assert second.status == "completed" and second.output_text == "Patched."
+
+
+def test_a_grammar_needs_an_engine_that_enforces_it(alice):
+    grammar = {"type": "grammar", "syntax": "regex", "definition": "[a-z]+"}
+    with pytest.raises(openai.BadRequestError) as raised:
+        alice.responses.create(model="echo", input="Hi", tools=[{**PATCH_TOOL, "format": grammar}])
+    assert raised.value.body["param"] == "tools[0].format"
+
+
+def test_a_custom_tool_output_must_answer_a_call(alice):
+    with pytest.raises(openai.BadRequestError) as raised:
+        alice.responses.create(model="echo", tools=[PATCH_TOOL], input=[
+            {"type": "custom_tool_call_output", "call_id": "call_none", "output": "x"}])
+    assert raised.value.body["param"] == "input[0].call_id"

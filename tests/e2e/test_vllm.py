@@ -5,12 +5,14 @@ built from code: a random one, and one trained here to reproduce a few harmony t
 from __future__ import annotations
 
 import json
+import re
 import signal
 import threading
 import time
 import uuid
 
 import jsonschema
+import openai
 import psutil
 import pytest
 
@@ -396,3 +398,22 @@ def test_logprobs_of_a_greedy_answer_are_vllms_and_the_chosen_token_is_the_most_
         tops = [top.logprob for top in entry.top_logprobs]
         assert len(tops) == 3 and tops == sorted(tops, reverse=True) and entry.logprob <= 0
         assert entry.logprob == pytest.approx(tops[0])  # greedy: the chosen token is the top one
+
+
+def test_a_custom_tool_grammar_is_enforced_on_the_input_of_a_real_models_call(alice, vllm_stack):
+    grammar = {"type": "grammar", "syntax": "regex", "definition": "[a-z]{3}-[0-9]{2}"}
+    tool = {"type": "custom", "name": "ticket", "description": "Open a ticket.", "format": grammar}
+
+    response = alice.responses.create(model="tiny-random", input="Open a ticket.", tools=[tool],
+                                      tool_choice={"type": "custom", "name": "ticket"}, max_output_tokens=64)
+
+    [call] = [item for item in response.output if item.type == "custom_tool_call"]
+    # A random model, held to the grammar by vLLM's structured outputs.
+    assert re.fullmatch(r"[a-z]{3}-[0-9]{2}", call.input), call.input
+
+
+def test_a_grammar_that_cannot_compile_is_a_400(alice, vllm_stack):
+    tool = {"type": "custom", "name": "ticket", "format": {"type": "grammar", "syntax": "regex", "definition": "[a-"}}
+    with pytest.raises(openai.BadRequestError) as raised:
+        alice.responses.create(model="tiny-random", input="Hi", tools=[tool])
+    assert raised.value.body["code"] == "invalid_grammar"
