@@ -34,8 +34,9 @@ API_KEY_HMAC_SECRET = os.environ.get("API_KEY_HMAC_SECRET", "dev-api-key-secret-
 # Reasoning returned as encrypted_content (include=["reasoning.encrypted_content"]) is sealed
 # with the first of these secrets and opened with any of them: to rotate, put the new
 # secret first and keep the old one until the clients' stored histories have moved on.
+# By default the API keys' secret, which (unlike DJANGO_SECRET_KEY) is not rotated for sessions.
 REASONING_ENCRYPTION_KEYS = [key for key in os.environ.get("REASONING_ENCRYPTION_KEYS", "").split(",") if key] or [
-    SECRET_KEY]
+    API_KEY_HMAC_SECRET]
 DEBUG = env_bool("DJANGO_DEBUG", False)
 ALLOWED_HOSTS = [h for h in os.environ.get("DJANGO_ALLOWED_HOSTS", "*").split(",") if h]
 

@@ -9,7 +9,7 @@ from django.db.models import QuerySet
 
 from responses_app.compaction import compaction_item
 from responses_app.errors import CompactionFailed, InvalidRequest, NotFound
-from responses_app.models import InputItem, OutputItem, Response, ResponseStatus, Tenant
+from responses_app.models import TERMINAL_STATUSES, InputItem, OutputItem, Response, ResponseStatus, Tenant
 from responses_app.retention import unexpired
 from responses_app.wire_objects import compacted_object, item_object, list_object, response_object
 
@@ -34,8 +34,9 @@ def output_items(response: Response) -> list[dict[str, Any]]:
 
 def referenced_item(tenant: Tenant, item_id: str) -> dict[str, Any] | None:
     """The item an ``item_reference`` names: an output or input item of one of the tenant's
-    stored, unexpired responses (the newest, should a client have reused an input id)."""
-    responses = unexpired(Response.objects.filter(tenant=tenant, store=True), tenant)
+    stored, unexpired, ended responses (the newest, should a client have reused an input
+    id); a running response's items may still be half-written."""
+    responses = unexpired(Response.objects.filter(tenant=tenant, store=True, status__in=TERMINAL_STATUSES), tenant)
     for model in (OutputItem, InputItem):
         data = (model.objects.filter(item_id=item_id, response__in=responses)
                 .order_by("-response__created_at").values_list("data", flat=True).first())

@@ -53,7 +53,6 @@ UNSUPPORTED_ITEM_TYPES = frozenset(
         "item_reference",  # outside a create's input
     }
 )
-COMPLETION_WINDOWS = ("soonest", "2h", "8h")
 MAX_CONTINUATION_ID = 256
 # The largest integer a client may give (token counts, cursors): what an integer column
 # and the engines' 32-bit counters hold.
@@ -119,7 +118,7 @@ def parse_create_request(body: Any) -> CreateRequest:
         "reasoning": _reasoning(body.get("reasoning"), settings.MODEL_REGISTRY[model]),
         "metadata": parse_metadata(body.get("metadata")),
         "tools": tools,
-        "tool_choice": validate_tool_choice(body.get("tool_choice", "auto"), tools),
+        "tool_choice": validate_tool_choice(body.get("tool_choice") or "auto", tools),
         "parallel_tool_calls": body.get("parallel_tool_calls") is not False,
         "text": _text(body.get("text"), model),
         "truncation": body.get("truncation") or "disabled",
@@ -364,9 +363,15 @@ def parse_input(value: Any, param: str = "input", references: bool = False) -> l
         return [_message_item("user", [{"type": "input_text", "text": value}], None)]
     if not isinstance(value, list):
         raise invalid_type(param, "a string or an array", value)
-    return [_reference(item, f"{param}[{index}]") if references and _is_reference(item)
-            else _servable(_input_item(item, f"{param}[{index}]"), f"{param}[{index}]")
-            for index, item in enumerate(value)]
+    items = [_reference(item, f"{param}[{index}]") if references and _is_reference(item)
+             else _servable(_input_item(item, f"{param}[{index}]"), f"{param}[{index}]")
+             for index, item in enumerate(value)]
+    for index, item in enumerate(items):
+        if not references and item.get("encrypted_content") and item["type"] == "reasoning":
+            # Opened where a create's input is resolved (services.resolve_input) only.
+            raise InvalidRequest("Reasoning with encrypted_content is accepted in a response's input only.",
+                                 param=f"{param}[{index}].encrypted_content")
+    return items
 
 
 def _is_reference(item: Any) -> bool:
@@ -405,7 +410,7 @@ def _input_item(item: Any, param: str) -> dict[str, Any]:
             "type": "function_call",
             "call_id": _item_str(item, "call_id", param),
             "name": _item_str(item, "name", param),
-            **({"namespace": _item_str(item, "namespace", param)} if item.get("namespace") is not None else {}),
+            **({"namespace": _namespace(item, param)} if item.get("namespace") is not None else {}),
             "arguments": _item_str(item, "arguments", param, allow_empty=True),
             "status": "completed",
         }
@@ -514,6 +519,13 @@ def _compaction_item(item: dict, param: str) -> dict[str, Any]:
         raise InvalidRequest(str(error), param=f"{param}.encrypted_content",
                              code="invalid_encrypted_content") from error
     return result
+
+
+def _namespace(item: dict, param: str) -> str:
+    namespace = _item_str(item, "namespace", param)
+    if not NAME_PATTERN.match(namespace):
+        raise InvalidRequest(f"'{param}.namespace' must match ^[a-zA-Z0-9_-]{{1,64}}$.", param=f"{param}.namespace")
+    return namespace
 
 
 def _item_id(item: dict, param: str, prefix: str) -> str:

@@ -65,11 +65,16 @@ def _tighten(node: Any, definitions: dict[str, dict]) -> None:
         node["extra_behavior"] = "forbid"
         if _type_tags(node, definitions) == [_UNTYPED]:
             _lenient_message(node)
-    elif kind == "typed-dict-field" and node["schema"].get("type") in ("nullable", "list", "generator"):
-        # ``Required[Optional[X]]`` and ``Required[Iterable[X]]``: the SDK always sends the
-        # key; OpenAI's API takes its absence as null or empty (a function tool without
-        # ``strict``, an output_text part without ``annotations``).
-        node["required"] = False
+    elif kind == "typed-dict-field":
+        if node["schema"].get("type") in ("nullable", "list", "generator"):
+            # ``Required[Optional[X]]`` and ``Required[Iterable[X]]``: the SDK always sends
+            # the key; OpenAI's API takes its absence as null or empty (a function tool
+            # without ``strict``, an output_text part without ``annotations``).
+            node["required"] = False
+        if not node.get("required", True) and node["schema"].get("type") != "nullable":
+            # An optional field sent as null is as good as left out (clients that write
+            # every unset field as null).
+            node["schema"] = core_schema.nullable_schema(node["schema"])
     elif kind == "generator":
         node["type"] = "list"
     elif kind == "union" and not node.get("metadata", {}).get(_SAME_TYPE):
@@ -189,8 +194,18 @@ def _pick(errors: list[dict[str, Any]], start: int) -> InvalidRequest:
         param = _param(first["loc"])
         return InvalidRequest(f"Invalid type for '{param}': expected {' or '.join(dict.fromkeys(expected))}, "
                               f"but got {_json_type(first['input'])}.", param=param, code="invalid_type")
-    best = max(members.values(), key=lambda group: (max(len(_path(e["loc"])) for e in group), -_fixes(group, at + 1)))
+    if _is_tag(first["loc"][at - 1]):
+        # The shapes of one ``type`` (the three messages): the one needing the fewest fixes.
+        best = min(members.values(), key=lambda group: _fixes(group, at + 1))
+    else:
+        best = max(members.values(), key=lambda group: (max(len(_path(e["loc"])) for e in group),
+                                                        -_fixes(group, at + 1)))
     return _pick(best, at + 1)
+
+
+def _is_tag(part: Any) -> bool:
+    """A tagged union's label (``type`` value) rather than a member's index."""
+    return isinstance(part, str) and part.startswith(_LABEL) and not part[len(_LABEL):].isdigit()
 
 
 def _members(errors: list[dict[str, Any]], prefix: tuple, at: int) -> dict[str, list[dict[str, Any]]]:

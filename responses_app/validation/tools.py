@@ -133,7 +133,11 @@ def _namespace_tool(tool: dict, param: str) -> dict[str, Any]:
     functions: list[dict[str, Any]] = []
     names: set[str] = set()
     for index, member in enumerate(tool.get("tools") or []):
-        member = function_tool({**member, "type": "function"}, f"{param}.tools[{index}]")
+        if member["type"] != "function":
+            raise InvalidRequest(f"A namespace's tools of type '{member['type']}' are not supported by this server "
+                                 "yet; give them at the top level.", param=f"{param}.tools[{index}].type",
+                                 code="unsupported_tool_type")
+        member = function_tool(member, f"{param}.tools[{index}]")
         _unique(member["name"], names, f"Duplicate function name '{member['name']}' in namespace '{name}'.",
                 f"{param}.tools[{index}].name")
         functions.append(member)

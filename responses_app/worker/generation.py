@@ -16,18 +16,12 @@ from typing import Any
 from django.conf import settings
 
 from responses_app import compaction
-from responses_app.conversation import ChainBroken, PromptTooLong, prompt_request, response_history, response_prompt
+from responses_app.conversation import ChainBroken, PromptTooLong, fit_prompt, response_history, response_prompt
 from responses_app.engines.base import EngineDead, SamplingParams
 from responses_app.engines.host import engine_host
 from responses_app.harmony.encoding import stop_token_ids
 from responses_app.harmony.parser import ContentDelta, HarmonyOutputError, MessageFinished, MessageStarted, OutputParser
-from responses_app.harmony.prompt import (
-    PromptError,
-    forced_call_prefix,
-    render_prompt,
-    summary_prompt,
-    tool_result_tokens,
-)
+from responses_app.harmony.prompt import PromptError, forced_call_prefix, summary_prompt, tool_result_tokens
 from responses_app.models import Response, ResponseStatus
 from responses_app.stream.builder import EventBuilder
 from responses_app.worker.batch_writer import BatchWriter, CancelRequested
@@ -146,7 +140,8 @@ class Generation:
         # The logprobs of the tokens since the last text delta (include message.output_text.logprobs).
         self.pending_logprobs: list[list[tuple[int, float]]] = []
         self.summary_style: str | None = (request.get("reasoning") or {}).get("summary")
-        self.summary_tokens = 0  # the output of the side calls (summaries, a compaction)
+        self.summary_tokens = 0  # the output of the reasoning summaries' engine calls
+        self.compaction_tokens = 0  # a compaction's (not charged to max_output_tokens)
         self.summaries = 0
         # Custom tools by name: their input format; a grammar is enforced on a call's input.
         self.custom_formats = {tool["name"]: tool["format"] for tool in request.get("tools", [])
@@ -183,7 +178,8 @@ class Generation:
         raise ResponseFailure(f"The model was still calling tools after {settings.MAX_TOOL_TURNS} turns.")
 
     def count_usage(self) -> None:
-        self.usage.output_tokens = sum(parser.output_tokens for parser in self.parsers) + self.summary_tokens
+        self.usage.output_tokens = (sum(parser.output_tokens for parser in self.parsers) + self.summary_tokens
+                                    + self.compaction_tokens)
         self.usage.reasoning_tokens = sum(parser.reasoning_tokens for parser in self.parsers)
 
     def _remaining(self) -> int | None:
@@ -221,6 +217,9 @@ class Generation:
             else:
                 params = replace(self.params, extra={**self.params.extra, "grammar": self.grammar})
                 self.grammar = None
+            if self._remaining() == 0:  # the summary spent what was left of the budget
+                stop = None
+                break
             stop = self._engine_call(prompt + self.tokens, params, f"{request_id}:part{part}",
                                      stop_at_final=constrained and "grammar" not in params.extra)
         if stop == "steered":
@@ -244,6 +243,8 @@ class Generation:
         if stop != "tool_call":
             for step in self.parser.close():
                 self._route(step)
+            if self.builder.summary_due is not None:  # the output ended right after a reasoning item
+                self._summarize()
         call, self.ready_call = self.ready_call, None
         return TurnEnd(self.tokens, call=call)
 
@@ -295,12 +296,26 @@ class Generation:
         turn does, POST /responses/compact) in an engine call of its own; the summary
         becomes this response's first output item, a ``compaction`` item, which stands for
         all but the user's messages in this prompt and in every later turn's."""
-        request = self.response.request
+        # As POST /responses/compact's turn: no tools, and the oldest items dropped should
+        # the context and the request not fit the model together.
+        params = {**self.response.request, "tools": [], "tool_choice": "none", "truncation": "auto"}
         items = [*history, *self.builder.output, compaction.summary_request_item()]
-        prompt = render_prompt(prompt_request(request, items, self.response.created_at.date()))
+        try:
+            prompt, _ = fit_prompt(self.response.model, params, items, [], self.response.created_at.date())
+        except (PromptError, PromptTooLong) as error:
+            log.warning("%s: the context cannot be compacted (%s); it is kept", self.response.pk, error)
+            return
         parts: list[str] = []
-        self._side_call(prompt, settings.COMPACTION_MAX_OUTPUT_TOKENS, "compaction", parts.append)
-        self.builder.add_item(compaction.compaction_item("".join(parts)))
+        tokens, finished = self._side_call(prompt, settings.COMPACTION_MAX_OUTPUT_TOKENS, "compaction",
+                                           parts.append, budgeted=False)
+        self.compaction_tokens += tokens
+        self.count_usage()
+        summary = "".join(parts).strip()
+        if not finished or not summary:
+            # A summary cut off (or none) must not stand for the context: it is kept whole.
+            log.warning("%s: the compaction summary did not finish; the context is kept", self.response.pk)
+            return
+        self.builder.add_item(compaction.compaction_item(summary))
         self.builder.finish_item(None)
         self._flush()
 
@@ -310,18 +325,22 @@ class Generation:
         before the model goes on."""
         self.summaries += 1
         prompt, cap = summary_prompt(self.builder.summary_due or "", self.summary_style or "auto")
-        self._side_call(prompt, cap, f"summary{self.summaries}", self.builder.summary_delta)
+        tokens, _ = self._side_call(prompt, cap, f"summary{self.summaries}", self.builder.summary_delta)
+        self.summary_tokens += tokens
+        self.count_usage()
         self.builder.finish_summary()
 
-    def _side_call(self, prompt: list[int], cap: int, name: str, on_answer: Callable[[str], None]) -> None:
+    def _side_call(self, prompt: list[int], cap: int, name: str, on_answer: Callable[[str], None],
+                   budgeted: bool = True) -> tuple[int, bool]:
         """An engine call beside the response's own (a summary): its final answer's text
-        goes to ``on_answer`` as it comes. Its tokens count in usage and against the budget."""
-        remaining = self._remaining()
+        goes to ``on_answer`` as it comes. Returns its output tokens (which count in usage;
+        ``budgeted``: also against max_output_tokens) and whether its answer finished."""
+        remaining = self._remaining() if budgeted else None
         max_tokens = cap if remaining is None else min(cap, remaining)
         if max_tokens == 0:
-            return
+            return 0, False
         self.usage.input_tokens += len(prompt)
-        parser, in_answer = OutputParser(), False
+        parser, in_answer, finished = OutputParser(), False, False
         params = SamplingParams(max_tokens=max_tokens, stop_token_ids=stop_token_ids())
         request_id = f"{self.response.pk}:{self.response.attempts}:{name}"
         stream = engine_host().stream(self.response.model, prompt, params, request_id=request_id)
@@ -334,11 +353,12 @@ class Generation:
                                 in_answer = step.channel == "final"
                             elif isinstance(step, ContentDelta) and in_answer:
                                 on_answer(step.text)
+                            elif isinstance(step, MessageFinished) and in_answer:
+                                finished = True
                     self.writer.tick()
         except HarmonyOutputError as error:
             log.warning("%s: the output is not harmony (%s); keeping what came", request_id, error)
-        self.summary_tokens += parser.output_tokens
-        self.count_usage()
+        return parser.output_tokens, finished
 
     def _steered_at(self, progress: list) -> bool:
         """Steering input is queued and the model has just finished a reasoning item: the

@@ -37,7 +37,7 @@ def test_the_ai_sdk_runs_a_multi_step_tool_loop_with_its_reasoning_shown(stack, 
     assert first["toolResults"] == ["It is sunny in Paris."]
     # Its reasoning display reads the summary the model wrote.
     assert first["reasoningText"] == "I should call get_weather."
-    # The second step referred to the first step's items by id (store: true): item_reference.
+    # The second step sends the first step's items back (by item_reference: store is true).
     assert (last["finishReason"], result["text"]) == ("stop", "Sunny in Paris.")
 
 

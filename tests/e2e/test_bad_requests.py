@@ -83,7 +83,7 @@ REFUSED_TOOLS = [{"type": "file_search", "vector_store_ids": ["vs_1"]}, {"type":
                  {"type": "computer"}, {"type": "local_shell"}, {"type": "shell"},
                  {"type": "computer_use_preview", "display_height": 768, "display_width": 1024,
                   "environment": "linux"},
-                 {"type": "custom", "name": "patch"}, {"type": "apply_patch"}, {"type": "tool_search"}]
+                 {"type": "apply_patch"}, {"type": "tool_search"}]
 
 # (case id, request body: raw bytes or a JSON value, expected status, expected param, words the message names)
 BAD_CREATES = [

@@ -168,6 +168,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         quotas.check_requests_per_minute(caller.tenant)
         request.socket_session, request.stream_id, request.socket_id = self.session, stream_id, self.socket_id
         request.socket_held_response, request.generate = self.held_response, generate
+        request.joins_lane = generate  # nothing runs: it neither waits for the lane nor holds it
         return services.create_response(caller.tenant, request)
 
     async def _steer(self, event: dict[str, Any]) -> None:
