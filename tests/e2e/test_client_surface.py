@@ -300,3 +300,25 @@ def test_a_custom_tool_output_must_answer_a_call(alice):
         alice.responses.create(model="echo", tools=[PATCH_TOOL], input=[
             {"type": "custom_tool_call_output", "call_id": "call_none", "output": "x"}])
     assert raised.value.body["param"] == "input[0].call_id"
+
+
+def test_optional_fields_sent_as_null_are_left_out(alice):
+    response = alice.responses.create(model="echo", input="Hi", extra_body={
+        "tools": None, "tool_choice": None, "text": None, "user": None, "reasoning": None, "include": None})
+    assert response.status == "completed" and response.tool_choice == "auto"
+
+
+def test_sealed_reasoning_is_opened_in_a_responses_input_only(alice):
+    sealed = alice.responses.create(model="echo", input="Hi", include=["reasoning.encrypted_content"]).output[0]
+    conversation = alice.conversations.create()
+    with pytest.raises(openai.BadRequestError) as raised:
+        alice.conversations.items.create(conversation.id, items=[
+            {"type": "reasoning", "id": sealed.id, "summary": [], "encrypted_content": sealed.encrypted_content}])
+    assert raised.value.body["param"] == "items[0].encrypted_content"
+
+
+def test_a_namespace_holds_function_tools_only(alice):
+    tool = {**NAMESPACE_TOOL, "tools": [{"type": "custom", "name": "patch"}]}
+    with pytest.raises(openai.BadRequestError) as raised:
+        alice.responses.create(model="echo", input="Hi", tools=[tool])
+    assert raised.value.body["param"] == "tools[0].tools[0].type"
