@@ -382,8 +382,9 @@ def test_a_reasoning_summary_on_vllm_interrupts_nothing_the_model_goes_on_where_
 
 
 def test_sampling_penalties_reach_vllm(alice, vllm_stack):
-    response = alice.responses.create(model="tiny-trained", input=CAPITAL.input, presence_penalty=1.5,
-                                      frequency_penalty=-0.5, max_output_tokens=32)
+    # The SDK does not type them (the Open Responses specification does): extra_body.
+    response = alice.responses.create(model="tiny-trained", input=CAPITAL.input, max_output_tokens=32,
+                                      extra_body={"presence_penalty": 1.5, "frequency_penalty": -0.5})
     assert response.status in ("completed", "incomplete") and response.error is None
     assert (response.to_dict()["presence_penalty"], response.to_dict()["frequency_penalty"]) == (1.5, -0.5)
 
