@@ -104,3 +104,27 @@ def test_the_request_panel_shows_what_todays_clients_send():
     assert shown["presence_penalty"] == 0.5
     assert json.loads(shown["client_metadata"]) == {"session_id": "s-1"}
     assert json.loads(shown["reasoning"]) == {"effort": "xhigh", "summary": "auto"}
+
+
+def test_a_response_that_ends_while_its_page_is_read_shows_ended_not_a_dead_live_tail(staff_client, monkeypatch):
+    from responses_app.admin import responses as admin_responses
+
+    key, _ = create_api_key("frank")
+    response = Response.objects.create(tenant=key.tenant, model="echo", status=ResponseStatus.IN_PROGRESS,
+                                       background=True, last_sequence_number=0)
+    ResponseEvent.objects.create(response=response, sequence_number=0, type="response.created", data="{}")
+    read_events = admin_responses.event_log.events
+
+    def events_after_the_end(response_id, after, limit):
+        # The response ends between the page's read of its row and of its events.
+        if not ResponseEvent.objects.filter(response_id=response_id, sequence_number=1).exists():
+            ResponseEvent.objects.create(response_id=response_id, sequence_number=1, type="response.incomplete",
+                                         data="{}")
+            Response.objects.filter(pk=response_id).update(status=ResponseStatus.CANCELLED, last_sequence_number=1)
+        return read_events(response_id, after, limit)
+
+    monkeypatch.setattr(admin_responses.event_log, "events", events_after_the_end)
+    page = staff_client.get(f"/admin/responses_app/response/{quote(response.id)}/change/")
+
+    assert page.context["live_tail"] is None
+    assert 'data-status="cancelled"' in page.content.decode()

@@ -214,8 +214,15 @@ class ResponseAdmin(admin.ModelAdmin):
     def render_change_form(self, request: HttpRequest, context: dict[str, Any], add: bool = False,
                            change: bool = False, form_url: str = "", obj: Response | None = None) -> HttpResponse:
         if obj is not None:
+            timeline = self._timeline_context(request, obj)
+            if not obj.is_terminal and any(event["type"] in TERMINAL_EVENT_TYPES for event in timeline["events"]):
+                # It ended between the read of its row and of its events (the terminal event
+                # and the row's status are one write): show it ended, not a live tail that
+                # has nothing left to tail and a status badge that no event will update.
+                obj.refresh_from_db()
+                timeline = self._timeline_context(request, obj)
             context.update(self._reader_context(obj))
-            context.update(self._timeline_context(request, obj))
+            context.update(timeline)
             context.update(self._actions_context(request, obj))
         return super().render_change_form(request, context, add, change, form_url, obj)
 
