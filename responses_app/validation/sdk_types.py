@@ -10,7 +10,10 @@ derives is tightened before use:
 - a union of objects that a ``type`` field tells apart is dispatched on that field, so
   that an error names what is wrong with the member the client meant, not with all of
   them;
-- strict mode: ``"5"`` is not an integer and ``1`` is not ``true``.
+- strict mode: ``"5"`` is not an integer and ``1`` is not ``true``;
+- and laxer where OpenAI's API is laxer than the SDK's types: a message may carry an
+  ``id`` and needs only its role and content, a required field that may be null or a
+  required list may be left out, and an optional field may be null.
 
 ``first_error`` turns pydantic's error list into the one 400 a client should read.
 """
