@@ -1,6 +1,6 @@
 """The Node clients (pinned in tests/clients/package.json, Node 22 from npm): the Vercel AI
-SDK's multi-step tool loop and the openai Node SDK, against the live stack, with only the
-base URL, key and model set."""
+SDK's multi-step tool loop, the openai Node SDK and the Agents SDK for JS, against the live
+stack, with only the base URL, key and model set."""
 
 from __future__ import annotations
 
@@ -47,3 +47,11 @@ def test_the_node_sdk_streams_continues_and_retrieves(stack, client_key):
     assert result["types"][0] == "response.created" and result["types"][-1] == "response.completed"
     assert result["streamedStatus"] == "completed" and "Hello from Node" in result["storedText"]
     assert result["previous"] == result["firstId"] and "Again." in result["secondText"]
+
+
+def test_the_agents_sdk_for_js_runs_an_agent_with_a_tool(stack, client_key):
+    prompt = function_call_then_answer("get_weather", '{"city": "Paris"}', "Sunny in Paris.")
+
+    result = run_node("agents_sdk_tool_loop.mjs", stack.base_url, client_key, prompt)
+
+    assert result == {"finalOutput": "Sunny in Paris.", "outputs": ["It is sunny in Paris."]}
