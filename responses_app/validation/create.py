@@ -21,10 +21,14 @@ from responses_app.errors import InvalidRequest, invalid_type
 from responses_app.ids import new_id
 from responses_app.request_body import body_fields
 from responses_app.services import CreateRequest
-from responses_app.tool_types import NAME_PATTERN
 from responses_app.validation.json_schema import check_json_schema
 from responses_app.validation.sdk_types import check, strict_validator
-from responses_app.validation.tools import approval_response_item, validate_tool_choice, validate_tools
+from responses_app.validation.tools import (
+    approval_response_item,
+    checked_name,
+    validate_tool_choice,
+    validate_tools,
+)
 from responses_app.wire_objects import check_servable
 
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")
@@ -331,9 +335,7 @@ def _text_format(text_format: dict[str, Any], model: str) -> dict[str, Any]:
                              param="text.format.type")
     if kind == "json_object":
         return {"type": "json_object"}
-    name = text_format["name"]
-    if not NAME_PATTERN.match(name):
-        raise InvalidRequest("'text.format.name' must match ^[a-zA-Z0-9_-]{1,64}$.", param="text.format.name")
+    name = checked_name(text_format["name"], "text.format.name")
     check_json_schema(text_format["schema"])
     result = {"type": "json_schema", "name": name, "schema": text_format["schema"],
               "strict": bool(text_format.get("strict"))}
@@ -522,10 +524,7 @@ def _compaction_item(item: dict, param: str) -> dict[str, Any]:
 
 
 def _namespace(item: dict, param: str) -> str:
-    namespace = _item_str(item, "namespace", param)
-    if not NAME_PATTERN.match(namespace):
-        raise InvalidRequest(f"'{param}.namespace' must match ^[a-zA-Z0-9_-]{{1,64}}$.", param=f"{param}.namespace")
-    return namespace
+    return checked_name(_item_str(item, "namespace", param), f"{param}.namespace")
 
 
 def _item_id(item: dict, param: str, prefix: str) -> str:

@@ -37,8 +37,8 @@ def check_grammar(syntax: str, definition: str, param: str) -> None:
     try:
         (xgrammar.Grammar.from_lark if syntax == "lark" else xgrammar.Grammar.from_regex)(definition)
     except Exception as error:  # noqa: BLE001  (xgrammar raises RuntimeError/ValueError with the reason)
-        reason = re.sub(r"^\[[^\]]*\] \S+: ", "", str(error).strip())
-        raise InvalidRequest(f"Invalid {syntax} grammar: {reason}", param=param, code="invalid_grammar") from error
+        raise InvalidRequest(f"Invalid {syntax} grammar: {_reason(error)}", param=param,
+                             code="invalid_grammar") from error
 
 
 def check_json_schema(schema: dict[str, Any]) -> None:
@@ -48,7 +48,10 @@ def check_json_schema(schema: dict[str, Any]) -> None:
     try:
         xgrammar.Grammar.from_json_schema(json.dumps(schema), any_whitespace=False)
     except Exception as error:  # xgrammar raises RuntimeError/ValueError with the reason
-        # Drop xgrammar's "[time] source.cc:line: " prefix: the reason is what helps.
-        reason = re.sub(r"^\[[^\]]*\] \S+: ", "", str(error).strip())
-        raise InvalidRequest(f"Invalid JSON schema in text.format.schema: {reason}", param="text.format.schema",
-                             code="invalid_json_schema") from error
+        raise InvalidRequest(f"Invalid JSON schema in text.format.schema: {_reason(error)}",
+                             param="text.format.schema", code="invalid_json_schema") from error
+
+
+def _reason(error: Exception) -> str:
+    """xgrammar's message without its "[time] source.cc:line: " prefix: the reason is what helps."""
+    return re.sub(r"^\[[^\]]*\] \S+: ", "", str(error).strip())

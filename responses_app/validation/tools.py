@@ -84,13 +84,18 @@ def _known_keys(tool: dict, param: str, keys: tuple[str, ...]) -> None:
                                  code="unknown_parameter")
 
 
+def checked_name(name: str, param: str) -> str:
+    """A name the model calls by (a function, a namespace, a custom tool, a format)."""
+    if not NAME_PATTERN.match(name):
+        raise InvalidRequest(f"'{param}' must match ^[a-zA-Z0-9_-]{{1,64}}$.", param=param)
+    return name
+
+
 def function_tool(tool: dict, param: str) -> dict[str, Any]:
     """A function tool as stored and echoed: ``defer_loading``, ``allowed_callers`` and
     ``output_schema`` serve OpenAI's tool search and programmatic calling, which this
     server does not run; every function is offered to the model directly."""
-    name = tool["name"]
-    if not NAME_PATTERN.match(name):
-        raise InvalidRequest(f"'{param}.name' must match ^[a-zA-Z0-9_-]{{1,64}}$.", param=f"{param}.name")
+    name = checked_name(tool["name"], f"{param}.name")
     description = tool.get("description")
     parameters = tool.get("parameters")
     if parameters is not None and not isinstance(parameters, dict):
@@ -109,9 +114,7 @@ def _custom_tool(tool: dict, param: str, constrains: bool) -> dict[str, Any]:
     """A tool whose input is free text: called in harmony's ``functions`` namespace like a
     function, answered as a ``custom_tool_call``; a ``grammar`` format is enforced on the
     call's input by vLLM's structured outputs (worker/generation.py)."""
-    name = tool["name"]
-    if not NAME_PATTERN.match(name):
-        raise InvalidRequest(f"'{param}.name' must match ^[a-zA-Z0-9_-]{{1,64}}$.", param=f"{param}.name")
+    name = checked_name(tool["name"], f"{param}.name")
     tool_format = tool.get("format") or {"type": "text"}
     if tool_format["type"] == "grammar":
         if not constrains:
@@ -127,9 +130,7 @@ def _custom_tool(tool: dict, param: str, constrains: bool) -> dict[str, Any]:
 def _namespace_tool(tool: dict, param: str) -> dict[str, Any]:
     """A group of function tools: a harmony namespace of its own, whose calls come back as
     ``function_call`` items that name it in ``namespace``."""
-    name = tool["name"]
-    if not NAME_PATTERN.match(name):
-        raise InvalidRequest(f"'{param}.name' must match ^[a-zA-Z0-9_-]{{1,64}}$.", param=f"{param}.name")
+    name = checked_name(tool["name"], f"{param}.name")
     functions: list[dict[str, Any]] = []
     names: set[str] = set()
     for index, member in enumerate(tool.get("tools") or []):
