@@ -24,6 +24,7 @@ from responses_app.conversation import check_prompt, history, previous_chain
 from responses_app.conversations import turns
 from responses_app.encrypted_reasoning import Unsealable, reasoning_content
 from responses_app.errors import APIError, InvalidRequest, NotFound
+from responses_app.harmony.client_tools import BY_CALL_TYPE, answered_call_id
 from responses_app.models import (
     ACTIVE_STATUSES,
     TERMINAL_STATUSES,
@@ -235,22 +236,24 @@ def resolve_input(tenant: Tenant, input_items: list[dict[str, Any]]) -> list[dic
 
 
 # The calls a client runs, and the items that answer them.
-CALL_OUTPUTS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output"}
+CALL_OUTPUTS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output",
+                **{call_type: tool.output_type for call_type, tool in BY_CALL_TYPE.items()}}
 
 
 def _check_function_call_outputs(earlier: list[dict[str, Any]], input_items: list[dict[str, Any]]) -> None:
-    """Every function_call_output (custom_tool_call_output) must answer a function_call
-    (custom_tool_call) earlier in the conversation (in ``earlier``, the history, or earlier
-    in this input)."""
+    """Every output of a client's tool (function_call_output, custom_tool_call_output,
+    shell_call_output, ...) must answer a call of it earlier in the conversation (in
+    ``earlier``, the history, or earlier in this input)."""
     if not any(item["type"] in CALL_OUTPUTS.values() for item in input_items):
         return
     known = {data["call_id"] for data in earlier if data.get("type") in CALL_OUTPUTS}
     for index, item in enumerate(input_items):
         if item["type"] in CALL_OUTPUTS:
             known.add(item["call_id"])
-        elif item["type"] in CALL_OUTPUTS.values() and item["call_id"] not in known:
-            raise InvalidRequest(f"No tool call found for function call output with call_id '{item['call_id']}'.",
-                                 param=f"input[{index}].call_id")
+        elif item["type"] in CALL_OUTPUTS.values() and answered_call_id(item) not in known:
+            field = "id" if item["type"] == "local_shell_call_output" else "call_id"
+            raise InvalidRequest(f"No tool call found for {item['type']} with call_id '{answered_call_id(item)}'.",
+                                 param=f"input[{index}].{field}")
 
 
 def continue_steered(response: Response) -> None:

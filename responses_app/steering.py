@@ -22,6 +22,10 @@ from django.db import transaction
 from responses_app.models import Response, ResponseSteer, SteerState, Tenant
 from responses_app.selectors import output_items
 
+# The client's tools whose calls the SDK's ResponseSteerRequiredInput names by call_id alone.
+REQUIRED_OUTPUTS = {"custom_tool_call": "custom_tool_call_output", "shell_call": "shell_call_output",
+                    "apply_patch_call": "apply_patch_call_output"}
+
 
 class SteerRefused(Exception):
     """A steer that cannot be accepted; ``code`` is one of the SDK's ResponseSteerErrorCode."""
@@ -60,11 +64,13 @@ def accept_steer(tenant: Tenant, socket_session: str, response_id: str, raw_inpu
 
 def required_input(response: Response) -> list[dict[str, Any]]:
     """Stubs of the client-owned results the response stopped for (the SDK's
-    ResponseSteerRequiredInput): function call outputs and MCP approvals."""
+    ResponseSteerRequiredInput): the outputs of the client's tools and MCP approvals."""
     stubs = []
     for item in output_items(response):
         if item["type"] == "function_call":
             stubs.append({"type": "function_call_output", "call_id": item["call_id"], "name": item["name"]})
+        elif item["type"] in REQUIRED_OUTPUTS:
+            stubs.append({"type": REQUIRED_OUTPUTS[item["type"]], "call_id": item["call_id"]})
         elif item["type"] == "mcp_approval_request":
             stubs.append({"type": "mcp_approval_response", "approval_request_id": item["id"]})
     return stubs

@@ -17,6 +17,9 @@ Items = list[dict[str, Any]]
 ANSWERS = {
     "function_call_output": ("call_id", ("function_call",), "call_id"),
     "custom_tool_call_output": ("call_id", ("custom_tool_call",), "call_id"),
+    "shell_call_output": ("call_id", ("shell_call",), "call_id"),
+    "local_shell_call_output": ("id", ("local_shell_call",), "call_id"),
+    "apply_patch_call_output": ("call_id", ("apply_patch_call",), "call_id"),
     "mcp_approval_response": ("approval_request_id", ("mcp_approval_request",), "id"),
 }
 

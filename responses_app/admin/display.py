@@ -14,6 +14,13 @@ import json
 from typing import Any
 from urllib.parse import urlsplit
 
+from responses_app.harmony.client_tools import (
+    BY_CALL_TYPE,
+    BY_OUTPUT_TYPE,
+    answered_call_id,
+    call_arguments,
+    output_text,
+)
 from responses_app.wire_objects import public_tool
 
 # Request parameters shown under "Sampling", in this order, when set (client_metadata: what
@@ -106,10 +113,15 @@ def item_view(item: dict[str, Any]) -> dict[str, Any]:
     elif kind == "reasoning":
         view.update(summary=_texts(item.get("summary")), text=_texts(item.get("content")))
     elif kind in ("function_call", "custom_tool_call"):
-        view.update(name=item.get("name", ""), call_id=item.get("call_id", ""),
+        view.update(shape="call", name=item.get("name", ""), call_id=item.get("call_id", ""),
                     arguments=pretty_arguments(item.get("arguments", item.get("input", ""))))
     elif kind in ("function_call_output", "custom_tool_call_output"):
-        view.update(call_id=item.get("call_id", ""), output=_text_of(item.get("output")))
+        view.update(shape="call_output", call_id=item.get("call_id", ""), output=_text_of(item.get("output")))
+    elif kind in BY_CALL_TYPE:  # shell, local_shell, apply_patch: as the model wrote the call
+        view.update(shape="call", name=BY_CALL_TYPE[kind].tool_type, call_id=item.get("call_id", ""),
+                    arguments=pretty_arguments(call_arguments(item)))
+    elif kind in BY_OUTPUT_TYPE:
+        view.update(shape="call_output", call_id=answered_call_id(item), output=pretty_arguments(output_text(item)))
     elif kind == "code_interpreter_call":
         view.update(code=item.get("code") or "", container_id=item.get("container_id", ""),
                     outputs=[_code_output(output) for output in item.get("outputs") or []])

@@ -18,6 +18,7 @@ tokens, where the state can change, to keep a long stream linear.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal, NoReturn
 
@@ -25,7 +26,9 @@ from openai_harmony import HarmonyEncoding, HarmonyError, Role, StreamableParser
 
 from responses_app.harmony.encoding import get_encoding, max_token_id, special_token_id
 
-MessageKind = Literal["reasoning", "message", "function_call", "custom_tool_call", "tool_call"]
+# "client_call": a call of a client tool that the API types as an item of its own (shell,
+# local_shell, apply_patch: harmony/client_tools), read whole before it becomes one.
+MessageKind = Literal["reasoning", "message", "function_call", "custom_tool_call", "client_call", "tool_call"]
 
 FUNCTION_PREFIX = "functions."
 # A model that never finishes a header would otherwise stream nothing until max_tokens.
@@ -37,7 +40,7 @@ MAX_HEADER_TOKENS = 1024
 class MessageStarted:
     kind: MessageKind
     recipient: str | None
-    name: str | None  # function name without "functions." (function_call only)
+    name: str | None  # function name without "functions." (function, custom tool and client calls)
     channel: str | None = None
     namespace: str | None = None  # the namespace tool of a function_call, None for "functions"
 
@@ -66,12 +69,14 @@ class OutputParser:
     """Feed engine tokens one by one; get events back."""
 
     def __init__(self, encoding: HarmonyEncoding | None = None,
-                 function_namespaces: frozenset[str] = frozenset(), custom_tools: frozenset[str] = frozenset()) -> None:
+                 function_namespaces: frozenset[str] = frozenset(),
+                 call_kinds: Mapping[str, MessageKind] | None = None) -> None:
         self._encoding = encoding or get_encoding()
         # The response's namespace tools: a call to one of their functions is a function_call;
-        # a call to one of its custom tools (in "functions") is a custom_tool_call.
+        # ``call_kinds``: the tools in "functions" whose calls are not function_calls (a custom
+        # tool's are custom_tool_calls, a shell tool's a client_call).
         self._function_namespaces = function_namespaces
-        self._custom_tools = custom_tools
+        self._call_kinds = call_kinds or {}
         self._parser = StreamableParser(self._encoding, Role.ASSISTANT)
         self._end = special_token_id("<|end|>")
         self._start = special_token_id("<|start|>")
@@ -203,8 +208,8 @@ class OutputParser:
             if recipient.startswith(FUNCTION_PREFIX) or namespace in self._function_namespaces:
                 if not name:
                     self._fail("Function call without a function name.")
-                if recipient.startswith(FUNCTION_PREFIX) and name in self._custom_tools:
-                    return "custom_tool_call", name
+                if recipient.startswith(FUNCTION_PREFIX) and name in self._call_kinds:
+                    return self._call_kinds[name], name
                 return "function_call", name
             return "tool_call", None
         if channel == "analysis":

@@ -24,6 +24,14 @@ from openai_harmony import (
     ToolNamespaceConfig,
 )
 
+from responses_app.harmony.client_tools import (
+    BY_CALL_TYPE,
+    BY_OUTPUT_TYPE,
+    CLIENT_TOOLS,
+    answered_call_id,
+    call_arguments,
+    output_text,
+)
 from responses_app.harmony.encoding import get_encoding
 from responses_app.tool_types import WEB_SEARCH_TYPES
 
@@ -41,6 +49,8 @@ PYTHON_DESCRIPTION = (
     "seconds. The drive at '/mnt/data' can be used to save and persist user files. Internet access for this "
     "session is disabled."
 )
+# The tools the model calls in harmony's "functions" namespace.
+FUNCTION_TOOL_TYPES = ("function", "custom", *CLIENT_TOOLS)
 # Harmony prescribes this content type for function call arguments.
 FUNCTION_CALL_CONTENT_TYPE = "<|constrain|>json"
 
@@ -149,7 +159,7 @@ def _developer_message(request: PromptRequest) -> Message | None:
 def offered_namespaces(tools: list[dict], tool_choice: str | dict) -> list[dict]:
     """The namespace tools the model is told about, each as a harmony namespace of its
     own beside ``functions`` (a call to one is ``to=<namespace>.<function>``)."""
-    if tool_choice == "none" or (isinstance(tool_choice, dict) and tool_choice.get("type") in ("function", "custom")):
+    if tool_choice == "none" or (isinstance(tool_choice, dict) and tool_choice.get("type") in FUNCTION_TOOL_TYPES):
         return []
     return [tool for tool in tools if tool.get("type") == "namespace"]
 
@@ -162,26 +172,36 @@ def offered_function_tools(tools: list[dict], tool_choice: str | dict) -> list[d
     ``{"type": "allowed_tools", "tools": [...]}`` offers the listed functions. Non-function
     tools (built-in tools) are rendered elsewhere.
     """
-    functions = [tool for tool in tools if tool.get("type", "function") in ("function", "custom")]
+    functions = [tool for tool in tools if tool.get("type", "function") in FUNCTION_TOOL_TYPES]
     if tool_choice == "none":
         return []
     if isinstance(tool_choice, dict):
         allowed = _allowed_function_names(tool_choice)
         if allowed is not None:
-            return [tool for tool in functions if tool.get("name") in allowed]
+            return [tool for tool in functions if function_name(tool) in allowed]
     return functions
+
+
+def function_name(tool: dict) -> str | None:
+    """The name the model calls a tool of ``functions`` by: a client tool's is its type."""
+    return tool["type"] if tool.get("type") in CLIENT_TOOLS else tool.get("name")
 
 
 def _allowed_function_names(tool_choice: dict) -> set[str] | None:
     choice_type = tool_choice.get("type")
     if choice_type in ("function", "custom"):
         return {tool_choice.get("name")}
+    if choice_type in CLIENT_TOOLS:
+        return {choice_type}
     if choice_type == "allowed_tools":
         return {tool.get("name") for tool in tool_choice.get("tools", []) if tool.get("type") == "function"}
     return None
 
 
 def _tool_description(tool: dict) -> ToolDescription:
+    client_tool = CLIENT_TOOLS.get(tool.get("type") or "")
+    if client_tool is not None:
+        return ToolDescription.new(client_tool.tool_type, client_tool.description, client_tool.parameters)
     name = tool.get("name")
     if not name:
         raise PromptError("A function tool needs a name.")
@@ -213,6 +233,8 @@ def history_messages(history: list[dict]) -> list[Message]:
         item_type = _item_type(item)
         if item_type in ("function_call", "custom_tool_call"):
             call_names[str(item.get("call_id"))] = _function_recipient(item, index)
+        if item_type in BY_CALL_TYPE:
+            call_names[str(item.get("call_id"))] = f"{FUNCTIONS_NAMESPACE}.{BY_CALL_TYPE[item_type].tool_type}"
         if item_type == "mcp_approval_request":
             approvals[str(item.get("id"))] = item
         if item_type in TOOL_ITEM_RENDERERS:
@@ -305,6 +327,15 @@ def _custom_tool_call(item: dict, call_names: dict[str, str]) -> Message:
             .with_channel("commentary").with_recipient(call_names[str(item.get("call_id"))]))
 
 
+def _client_tool_call(item: dict, call_names: dict[str, str]) -> Message:
+    """A shell, local_shell or apply_patch call: the function call the model wrote for it."""
+    return _function_call({**item, "arguments": call_arguments(item)}, call_names)
+
+
+def _client_tool_output(item: dict, call_names: dict[str, str]) -> Message:
+    return _function_call_output({"call_id": answered_call_id(item), "output": output_text(item)}, call_names)
+
+
 ITEM_RENDERERS: dict[str, ItemRenderer] = {
     "message": _message,
     "reasoning": _reasoning,
@@ -312,6 +343,8 @@ ITEM_RENDERERS: dict[str, ItemRenderer] = {
     "function_call_output": _function_call_output,
     "custom_tool_call": _custom_tool_call,
     "custom_tool_call_output": _function_call_output,
+    **{call_type: _client_tool_call for call_type in BY_CALL_TYPE},
+    **{output_type: _client_tool_output for output_type in BY_OUTPUT_TYPE},
 }
 
 
@@ -457,8 +490,8 @@ def _forced_header(tool_choice: str | dict, tools: list[dict]) -> str | None:
         return f"<|channel|>commentary to={tool_choice['name']}."
     if kind == "custom":
         return f"<|channel|>commentary to={FUNCTIONS_NAMESPACE}.{tool_choice['name']}<|message|>"
-    if kind == "function":
-        recipient = f"{FUNCTIONS_NAMESPACE}.{tool_choice['name']}"
+    if kind in ("function", *CLIENT_TOOLS):
+        recipient = f"{FUNCTIONS_NAMESPACE}.{function_name(tool_choice)}"
         return f"<|channel|>commentary to={recipient} {FUNCTION_CALL_CONTENT_TYPE}<|message|>"
     if kind == "mcp":
         if tool_choice.get("name"):

@@ -175,6 +175,12 @@ class EventBuilder:
             raise ValueError(f"{event_type} without an open item")
         self._emit(event_class, type=event_type, item_id=item["id"], output_index=index, **fields)
 
+    def output_event(self, event_class: type[BaseModel], event_type: str, **fields: Any) -> None:
+        """An event about the open item that names it by output_index only (shell_call_command.*)."""
+        if self._open_index is None:
+            raise ValueError(f"{event_type} without an open item")
+        self._emit(event_class, type=event_type, output_index=self._open_index, **fields)
+
     def finish_item(self, status: str | None) -> None:
         """Close the open item with ``status`` (None: an item type without one) and emit
         ``response.output_item.done``."""

@@ -18,6 +18,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from responses_app.compaction import InvalidCompaction, summary_of
 from responses_app.errors import InvalidRequest, invalid_type
+from responses_app.harmony.client_tools import BY_CALL_TYPE, BY_OUTPUT_TYPE
 from responses_app.ids import new_id
 from responses_app.request_body import body_fields
 from responses_app.services import CreateRequest
@@ -49,8 +50,6 @@ UNSUPPORTED_ITEM_TYPES = frozenset(
         "web_search_call",
         "image_generation_call",
         "code_interpreter_call",
-        "local_shell_call",
-        "local_shell_call_output",
         "mcp_list_tools",
         "mcp_approval_request",
         "mcp_call",
@@ -437,6 +436,8 @@ def _input_item(item: Any, param: str) -> dict[str, Any]:
             raise invalid_type(f"{param}.output", "a string", output)
         return {"id": _item_id(item, param, "ctco"), "type": "custom_tool_call_output",
                 "call_id": _item_str(item, "call_id", param), "output": output, "status": "completed"}
+    if item_type in BY_CALL_TYPE or item_type in BY_OUTPUT_TYPE:
+        return _client_tool_item(item, param)
     if item_type == "reasoning":
         return _reasoning_item(item, param)
     if item_type == "compaction":
@@ -448,6 +449,39 @@ def _input_item(item: Any, param: str) -> dict[str, Any]:
                              param=f"{param}.type")
     raise InvalidRequest(f"Invalid value for '{param}.type': {item_type!r}.", param=f"{param}.type",
                          code="invalid_value")
+
+
+def _client_tool_item(item: dict, param: str) -> dict[str, Any]:
+    """A shell, local_shell or apply_patch call or its output, as the SDK types it (its
+    structure is checked already). A local_shell_call_output names its call in ``id``; the
+    Agents SDK sends ``call_id`` instead, which is taken for it."""
+    item_type = item["type"]
+    if item_type == "local_shell_call_output":
+        key = "call_id" if item.get("call_id") is not None else "id"
+        return {"id": _item_id({"id": _item_str(item, key, param)}, param, "call"), "type": item_type,
+                "output": item["output"], "status": item.get("status") or "completed"}
+    tool = BY_CALL_TYPE.get(item_type) or BY_OUTPUT_TYPE[item_type]
+    prefix = tool.id_prefix if item_type in BY_CALL_TYPE else f"{tool.id_prefix}o"
+    result = {"id": _item_id(item, param, prefix), "type": item_type, "call_id": _item_str(item, "call_id", param)}
+    if item_type == "shell_call":
+        result["action"] = {"commands": list(item["action"]["commands"]),
+                            "timeout_ms": item["action"].get("timeout_ms"),
+                            "max_output_length": item["action"].get("max_output_length")}
+    elif item_type == "local_shell_call":
+        result["action"] = {**item["action"], "command": list(item["action"]["command"])}
+    elif item_type == "apply_patch_call":
+        result["operation"] = dict(item["operation"])
+    elif item_type == "shell_call_output":
+        result["output"] = [{"stdout": entry["stdout"], "stderr": entry["stderr"], "outcome": entry["outcome"]}
+                            for entry in item["output"]]
+        if item.get("max_output_length") is not None:
+            result["max_output_length"] = item["max_output_length"]
+    else:  # apply_patch_call_output
+        result["status"] = item["status"]
+        if item.get("output") is not None:
+            result["output"] = item["output"]
+    result.setdefault("status", item.get("status") or "completed")
+    return result
 
 
 def _input_message(item: dict, param: str) -> dict[str, Any]:

@@ -13,7 +13,8 @@ derives is tightened before use:
 - strict mode: ``"5"`` is not an integer and ``1`` is not ``true``;
 - and laxer where OpenAI's API is laxer than the SDK's types: a message may carry an
   ``id`` and needs only its role and content, a required field that may be null or a
-  required list may be left out, and an optional field may be null.
+  required list may be left out, an optional field may be null, and a
+  local_shell_call_output may name its call in ``call_id``.
 
 ``first_error`` turns pydantic's error list into the one 400 a client should read.
 """
@@ -66,8 +67,11 @@ def _tighten(node: Any, definitions: dict[str, dict]) -> None:
     kind = node.get("type")
     if kind == "typed-dict":
         node["extra_behavior"] = "forbid"
-        if _type_tags(node, definitions) == [_UNTYPED]:
+        tags = _type_tags(node, definitions)
+        if tags == [_UNTYPED]:
             _lenient_message(node)
+        elif tags == ["local_shell_call_output"]:
+            _lenient_local_shell_output(node)
     elif kind == "typed-dict-field":
         if node["schema"].get("type") in ("nullable", "list", "generator"):
             # ``Required[Optional[X]]`` and ``Required[Iterable[X]]``: the SDK always sends
@@ -96,6 +100,14 @@ def _lenient_message(message: dict) -> None:
     for name, field in fields.items():
         if name not in ("role", "content"):
             field["required"] = False
+
+
+def _lenient_local_shell_output(output: dict) -> None:
+    """The SDK names the call a local_shell_call_output answers in its ``id``; the Agents SDK
+    sends ``call_id`` instead (validation/create takes either)."""
+    fields = output["fields"]
+    fields["id"]["required"] = False
+    fields.setdefault("call_id", core_schema.typed_dict_field(core_schema.str_schema(), required=False))
 
 
 def _dispatch_on_type(union: dict, definitions: dict[str, dict]) -> None:

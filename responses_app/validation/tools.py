@@ -2,8 +2,9 @@
 client may send back (``mcp_approval_response``). Their structure is checked already
 (validation/sdk_types); this module checks what this server can run.
 
-Function tools (alone or grouped in a ``namespace``) run on the client; code_interpreter,
-mcp and web_search run in the worker's tool loop. Tool types this server does not run are
+Function and custom tools (alone or grouped in a ``namespace``) and the shell, local_shell
+and apply_patch tools run on the client; code_interpreter, mcp and web_search run in the
+worker's tool loop. Tool types this server does not run are
 refused by name with a 400.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from responses_app.errors import InvalidRequest, invalid_type
+from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.ids import new_id
 from responses_app.tool_types import NAME_PATTERN, WEB_SEARCH_TYPES
 from responses_app.validation.json_schema import check_grammar
@@ -43,6 +45,11 @@ def validate_tools(value: Any, constrains: bool = False) -> list[dict[str, Any]]
         elif tool_type == "custom":
             tool = _custom_tool(tool, param, constrains)
             _unique(tool["name"], function_names, f"Duplicate function name '{tool['name']}'.", f"{param}.name")
+        elif tool_type in CLIENT_TOOLS:
+            tool = _client_tool(tool, param)
+            # The model calls it as a function of this name.
+            _unique(tool_type, function_names, f"Duplicate tool '{tool_type}' (or a function of that name).",
+                    f"{param}.type")
         elif tool_type == "namespace":
             tool = _namespace_tool(tool, param)
             _unique(tool["name"], namespaces, f"Duplicate namespace '{tool['name']}'.", f"{param}.name")
@@ -127,6 +134,18 @@ def _custom_tool(tool: dict, param: str, constrains: bool) -> dict[str, Any]:
     return {"type": "custom", "name": name, "description": tool.get("description"), "format": tool_format}
 
 
+def _client_tool(tool: dict, param: str) -> dict[str, Any]:
+    """shell, local_shell or apply_patch, run by the client (worker/client_calls.py). A shell
+    tool's ``environment`` may be the client's (``local``); OpenAI's hosted containers are
+    not this server's to run."""
+    environment = tool.get("environment")
+    if environment is not None and environment["type"] != "local":
+        raise InvalidRequest(f"The shell tool runs on the client here: environment type '{environment['type']}' "
+                             "(a hosted container) is not supported; use 'local' or leave it out.",
+                             param=f"{param}.environment.type")
+    return {"type": tool["type"], **({"environment": environment} if environment is not None else {})}
+
+
 def _namespace_tool(tool: dict, param: str) -> dict[str, Any]:
     """A group of function tools: a harmony namespace of its own, whose calls come back as
     ``function_call`` items that name it in ``namespace``."""
@@ -208,6 +227,11 @@ def validate_tool_choice(value: Any, tools: list[dict[str, Any]]) -> str | dict[
         if name is not None and not isinstance(name, str):
             raise invalid_type("tool_choice.name", "a string", name)
         return {"type": "mcp", "server_label": label, **({"name": name} if name else {})}
+    if choice_type in ("shell", "apply_patch"):
+        if not any(tool["type"] == choice_type for tool in tools):
+            raise InvalidRequest(f"tool_choice names {choice_type!r}, which is not in 'tools'.",
+                                 param="tool_choice.type")
+        return {"type": choice_type}
     if choice_type in ("code_interpreter", *WEB_SEARCH_TYPES):
         if not any(_family(tool["type"]) == _family(choice_type) for tool in tools):
             raise InvalidRequest(f"tool_choice names {choice_type!r}, which is not in 'tools'.",

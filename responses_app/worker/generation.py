@@ -19,13 +19,22 @@ from responses_app import compaction
 from responses_app.conversation import ChainBroken, PromptTooLong, fit_prompt, response_history, response_prompt
 from responses_app.engines.base import EngineDead, SamplingParams
 from responses_app.engines.host import engine_host
+from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.harmony.encoding import stop_token_ids
-from responses_app.harmony.parser import ContentDelta, HarmonyOutputError, MessageFinished, MessageStarted, OutputParser
+from responses_app.harmony.parser import (
+    ContentDelta,
+    HarmonyOutputError,
+    MessageFinished,
+    MessageKind,
+    MessageStarted,
+    OutputParser,
+)
 from responses_app.harmony.prompt import PromptError, forced_call_prefix, summary_prompt, tool_result_tokens
 from responses_app.models import Response, ResponseStatus
 from responses_app.stream.builder import EventBuilder
 from responses_app.worker.batch_writer import BatchWriter, CancelRequested
 from responses_app.worker.cancel_watch import cancel_watch
+from responses_app.worker.client_calls import ClientToolCall
 from responses_app.worker.token_usage import Usage
 from responses_app.worker.tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
 
@@ -147,6 +156,10 @@ class Generation:
         self.custom_formats = {tool["name"]: tool["format"] for tool in request.get("tools", [])
                                if tool["type"] == "custom"}
         self.grammar: dict[str, Any] | None = None  # the grammar the call just started must keep to
+        # The tools in harmony's "functions" whose calls are not function_calls.
+        self.call_kinds: dict[str, MessageKind] = {
+            **{name: "custom_tool_call" for name in self.custom_formats},
+            **{tool["type"]: "client_call" for tool in request.get("tools", []) if tool["type"] in CLIENT_TOOLS}}
         self.function_namespaces = frozenset(tool["name"] for tool in request.get("tools", [])
                                              if tool["type"] == "namespace")
         self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}
@@ -172,7 +185,7 @@ class Generation:
                 return end.status, end.details
             result = end.call.execute()
             if result is None:
-                return ResponseStatus.COMPLETED, None  # waits for the client's approval
+                return ResponseStatus.COMPLETED, None  # waits for the client: an approval, a client tool's output
             prompt = prompt + end.tokens + tool_result_tokens(result.author, result.text, result.channel)
             self.writer.tick()
         raise ResponseFailure(f"The model was still calling tools after {settings.MAX_TOOL_TURNS} turns.")
@@ -188,8 +201,7 @@ class Generation:
         return max(self.budget - sum(parser.output_tokens for parser in self.parsers) - self.summary_tokens, 0)
 
     def _turn(self, prompt: list[int], prefill: list[int], request_id: str) -> TurnEnd:
-        self.parsers.append(OutputParser(function_namespaces=self.function_namespaces,
-                                         custom_tools=frozenset(self.custom_formats)))
+        self.parsers.append(OutputParser(function_namespaces=self.function_namespaces, call_kinds=self.call_kinds))
         self.tokens = []
         if self._remaining() == 0:  # the earlier turns spent the budget
             return TurnEnd([], status=ResponseStatus.INCOMPLETE, details={"reason": "max_output_tokens"})
@@ -381,6 +393,8 @@ class Generation:
             self.grammar = tool_format if tool_format.get("type") == "grammar" else None
         if isinstance(step, MessageStarted) and step.kind == "tool_call":
             self.call = self.toolbox.call_for(step.recipient or "")
+        elif isinstance(step, MessageStarted) and step.kind == "client_call":
+            self.call = ClientToolCall(self.builder, CLIENT_TOOLS[step.name or ""])
         elif self.call is not None and isinstance(step, ContentDelta):
             self.call.delta(step.text)
         elif self.call is not None and isinstance(step, MessageFinished):

@@ -1,11 +1,25 @@
 """The OpenAI Agents SDK (Python) against the live stack: an agent with a function tool,
 run to its final output by the SDK's Runner over HTTP and over the Responses WebSocket,
-with only the base URL, key and model set."""
+and an agent with the SDK's shell and apply_patch tools, with only the base URL, key and
+model set."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
-from agents import Agent, OpenAIResponsesModel, OpenAIResponsesWSModel, Runner, function_tool, set_tracing_disabled
+from agents import (
+    Agent,
+    ApplyPatchTool,
+    OpenAIResponsesModel,
+    OpenAIResponsesWSModel,
+    Runner,
+    ShellTool,
+    function_tool,
+    set_tracing_disabled,
+)
+from agents.editor import ApplyPatchOperation, ApplyPatchResult
+from agents.tool import ShellCallOutcome, ShellCommandOutput, ShellCommandRequest, ShellResult
 from openai import AsyncOpenAI
 
 from tests.e2e.helpers import function_call_then_answer
@@ -31,3 +45,55 @@ def test_an_agent_calls_its_tool_and_gives_its_final_output(stack, client_key, t
     assert result.final_output == "Sunny in Paris."
     outputs = [item.output for item in result.new_items if item.type == "tool_call_output_item"]
     assert outputs == ["It is sunny in Paris."]
+
+
+class Workspace:
+    """The agent's editor (the SDK's ApplyPatchEditor) and shell, over a dict of files."""
+
+    def __init__(self) -> None:
+        self.files: dict[str, str] = {}
+        self.commands: list[str] = []
+
+    def create_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult:
+        self.files[operation.path] = "".join(line[1:] + "\n" for line in (operation.diff or "").splitlines())
+        return ApplyPatchResult(status="completed", output=f"Created {operation.path}")
+
+    def update_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult:
+        return ApplyPatchResult(status="failed", output="not supported")
+
+    def delete_file(self, operation: ApplyPatchOperation) -> ApplyPatchResult:
+        return ApplyPatchResult(status="failed", output="not supported")
+
+    def shell(self, request: ShellCommandRequest) -> ShellResult:
+        self.commands.extend(request.data.action.commands)
+        return ShellResult(output=[ShellCommandOutput(stdout=self.files.get(command.split()[-1], ""),
+                                                      outcome=ShellCallOutcome(type="exit", exit_code=0))
+                                   for command in request.data.action.commands])
+
+
+def call(tool: str, arguments: dict) -> str:
+    return (f"<|start|>assistant<|channel|>commentary to=functions.{tool} <|constrain|>json"
+            f"<|message|>{json.dumps(arguments)}<|call|>")
+
+
+def test_an_agent_writes_a_file_with_apply_patch_and_reads_it_with_shell(stack, client_key):
+    client = AsyncOpenAI(base_url=stack.base_url, api_key=client_key, max_retries=0)
+    workspace = Workspace()
+    agent = Agent(name="Coder", instructions="Edit files as asked.",
+                  model=OpenAIResponsesModel(model="echo", openai_client=client),
+                  tools=[ApplyPatchTool(editor=workspace), ShellTool(executor=workspace.shell)])
+    script = ("<|channel|>analysis<|message|>Write, then check.<|end|>"
+              + call("apply_patch", {"type": "create_file", "path": "hello.txt", "diff": "+Hello\n+World"})
+              + call("shell", {"commands": ["cat hello.txt"]})
+              + "<|start|>assistant<|channel|>final<|message|>The file says: {tool_output}<|return|>")
+
+    result = Runner.run_sync(agent, script)
+
+    assert workspace.files == {"hello.txt": "Hello\nWorld\n"} and workspace.commands == ["cat hello.txt"]
+    # What the model read back is the shell output the SDK sent, as the server renders it.
+    assert json.loads(result.final_output.removeprefix("The file says: ")) == [
+        {"stdout": "Hello\nWorld\n", "stderr": "", "exit_code": 0}]
+    kinds = [item.raw_item.get("type") if isinstance(item.raw_item, dict) else item.raw_item.type
+             for item in result.new_items]
+    assert kinds == ["reasoning", "apply_patch_call", "apply_patch_call_output", "shell_call", "shell_call_output",
+                     "message"]

@@ -143,6 +143,15 @@ def test_forced_function_choice_offers_only_that_function():
     assert "type get_time" in text and "get_weather" not in text
 
 
+def test_client_tools_are_offered_as_functions_named_by_their_type():
+    tools = [{"type": "shell"}, {"type": "local_shell"}, {"type": "apply_patch"}]
+    developer = text_of(PromptRequest(history=[user("hi")], tools=tools)).split("<|start|>developer", 1)[1]
+    assert "type shell = (_: {\n// The commands, run in order.\ncommands: string[]," in developer
+    assert "type local_shell = (_: {" in developer and "type apply_patch = (_: {" in developer
+    forced = text_of(PromptRequest(history=[user("hi")], tools=tools, tool_choice={"type": "apply_patch"}))
+    assert "type apply_patch" in forced and "type shell" not in forced
+
+
 # --- history items --------------------------------------------------------------------
 
 
@@ -173,6 +182,33 @@ def test_assistant_message_is_rendered_on_the_final_channel():
 def test_function_call_and_output_render_as_harmony_prescribes():
     text = text_of(PromptRequest(history=[user("weather?"), *weather_call()], tools=[WEATHER_TOOL]))
     assert text.endswith(PAST_CALL + PAST_OUTPUT + "<|start|>assistant")
+
+
+def test_client_tool_calls_and_outputs_render_as_the_function_calls_the_model_wrote():
+    history = [
+        user("list"),
+        {"type": "shell_call", "call_id": "call_1", "status": "completed",
+         "action": {"commands": ["ls"], "timeout_ms": None, "max_output_length": None}},
+        {"type": "shell_call_output", "call_id": "call_1",
+         "output": [{"stdout": "a\n", "stderr": "", "outcome": {"type": "timeout"}}]},
+        {"type": "apply_patch_call", "call_id": "call_2", "status": "completed",
+         "operation": {"type": "delete_file", "path": "a"}},
+        {"type": "apply_patch_call_output", "call_id": "call_2", "status": "completed"},
+        {"type": "local_shell_call", "call_id": "call_3", "status": "completed",
+         "action": {"type": "exec", "command": ["pwd"], "env": {}}},
+        {"type": "local_shell_call_output", "id": "call_3", "output": "/home"},
+    ]
+    text = text_of(PromptRequest(history=history, tools=[{"type": "shell"}, {"type": "apply_patch"}]))
+    assert text.endswith(
+        '<|start|>assistant to=functions.shell<|channel|>commentary <|constrain|>json<|message|>{"commands": ["ls"]}'
+        '<|call|><|start|>functions.shell to=assistant<|channel|>commentary<|message|>'
+        '[{"stdout": "a\\n", "stderr": "", "timed_out": true}]<|end|>'
+        '<|start|>assistant to=functions.apply_patch<|channel|>commentary <|constrain|>json<|message|>'
+        '{"type": "delete_file", "path": "a"}<|call|>'
+        '<|start|>functions.apply_patch to=assistant<|channel|>commentary<|message|>{"status": "completed"}<|end|>'
+        '<|start|>assistant to=functions.local_shell<|channel|>commentary <|constrain|>json<|message|>'
+        '{"command": ["pwd"]}<|call|>'
+        '<|start|>functions.local_shell to=assistant<|channel|>commentary<|message|>/home<|end|><|start|>assistant')
 
 
 def test_function_call_output_without_its_call_is_a_prompt_error():
