@@ -121,7 +121,9 @@ class _Hub:
             return
         self._listeners.pop(listener.channel, None)
         if not self._listeners:
-            _hubs.pop(asyncio.get_running_loop(), None)
+            loop = asyncio.get_running_loop()
+            if _hubs.get(loop) is self:  # a hub closed and reopened meanwhile is another's now
+                del _hubs[loop]
             await self._close()
             return
         if self._pubsub is not None and listener.channel in self._channels:
@@ -159,7 +161,7 @@ class _Hub:
         # hub's to replace (_lost), and its listeners read the database meanwhile.
         pubsub.connection.deregister_connect_callback(pubsub.on_connect)
         self._client, self._pubsub, self._channels = client, pubsub, set()
-        self._reader = asyncio.ensure_future(self._read(pubsub))
+        self._reader = _background(self._read(pubsub))
         await self._subscribe(list(self._listeners))
 
     def _connected(self, done: asyncio.Task) -> None:
@@ -219,6 +221,7 @@ class _Hub:
         if self._pubsub is not pubsub:
             return
         log.warning("doorbell lost: %s", error)
+        self._stop_reader()
         client, self._client, self._pubsub, self._channels = self._client, None, None, set()
         self._attempted_at = time.monotonic()
         for pending in self._confirmations.values():
@@ -228,17 +231,35 @@ class _Hub:
         for followers in self._listeners.values():
             for listener in followers:
                 listener.ring()  # each reads the database now, then polls
-        asyncio.ensure_future(_close(pubsub, client))
+        _background(_close(pubsub, client))
+
+    def _stop_reader(self) -> None:
+        """Cancel the reader of the connection about to be closed: closing it would leave
+        the reader waiting for a socket that nothing refers to any more."""
+        reader, self._reader = self._reader, None
+        if reader is not None and reader is not asyncio.current_task():
+            reader.cancel()
 
     async def _close(self) -> None:
         if self._connecting is not None:
             self._connecting.cancel()
-        reader, self._reader = self._reader, None
-        if reader is not None:
-            reader.cancel()
+        self._stop_reader()
         pubsub, client, self._pubsub, self._client = self._pubsub, self._client, None, None
         if pubsub is not None:
             await _close(pubsub, client)
+
+
+# The hubs' own tasks (readers, closes), held until they end: the event loop refers to its
+# tasks weakly, and one that waits on a closed connection's socket would be collected
+# mid-wait ("Task was destroyed but it is pending!").
+_tasks: set[asyncio.Task] = set()
+
+
+def _background(coroutine: Any) -> asyncio.Task:
+    task = asyncio.ensure_future(coroutine)
+    _tasks.add(task)
+    task.add_done_callback(_tasks.discard)
+    return task
 
 
 def _resolve(future: asyncio.Future[bool], value: bool) -> None:

@@ -78,3 +78,38 @@ def test_a_lost_connection_is_polled_through_and_subscribed_again(monkeypatch):
             assert await rung(listener)
 
     asyncio.run(scenario())
+
+
+def test_a_hub_that_closed_does_not_take_the_next_hub_with_it():
+    async def scenario() -> None:
+        loop = asyncio.get_running_loop()
+        stale = doorbell.Listener("resp_bell_f")  # made while its hub was the loop's
+        async with doorbell.listening("resp_bell_g"):
+            pass  # that hub closes
+        async with doorbell.listening("resp_bell_h") as current:
+            assert doorbell._hubs[loop] is current._hub is not stale._hub
+            await stale._hub.join(stale)
+            await stale._hub.leave(stale)  # the old hub's last listener leaves
+            assert doorbell._hubs[loop] is current._hub
+            doorbell.ring("resp_bell_h", 1)
+            assert await rung(current)
+
+    asyncio.run(scenario())
+
+
+def test_every_task_of_a_hub_ends_with_it_a_lost_connections_reader_too(monkeypatch):
+    monkeypatch.setattr(doorbell, "RESUBSCRIBE_S", 0.2)
+
+    async def scenario() -> None:
+        async with doorbell.listening("resp_bell_i") as listener:
+            first_reader = listener._hub._reader
+            redis.Redis.from_url(settings.REDIS_URL).client_kill_filter(_type="pubsub")
+            await listener.wait(1.0)
+            await asyncio.sleep(0.3)
+            await listener.wait(0.3)  # reconnects: a new reader
+            assert first_reader.done() and listener._hub._reader is not first_reader
+        await asyncio.sleep(0.2)
+        # Nothing the hubs started is left pending for the garbage collector to find.
+        assert not doorbell._tasks
+
+    asyncio.run(scenario())
