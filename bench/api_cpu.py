@@ -71,7 +71,7 @@ def main() -> float:
 
         import openai
 
-        from responses_app.api_keys import create_api_key
+        from responses_app.tenancy.api_keys import create_api_key
 
         for name in ("httpx", "openai"):
             logging.getLogger(name).setLevel(logging.WARNING)

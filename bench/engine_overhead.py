@@ -522,7 +522,7 @@ def main() -> float | None:
         print("stack: Daphne, Celery worker + beat, vllm-worker, PostgreSQL, Redis", flush=True)
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True,
                        env={**os.environ})
-        from responses_app.api_keys import create_api_key
+        from responses_app.tenancy.api_keys import create_api_key
 
         api_key = create_api_key("bench")[1]
         stack = make_stack_class()(urls["DATABASE_URL"], urls["REDIS_URL"], {MODEL: path},

@@ -131,7 +131,7 @@ REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 # The database, not the broker, guarantees delivery. A message only says "look at this
 # response": it is acknowledged when a task thread takes it (early ack), the claim is a
 # compare-and-set on the row, a claimed response is covered by its lease and the reaper,
-# and a queued one that no worker claimed in time is sent again (redelivery.py). So a lost
+# and a queued one that no worker claimed in time is sent again (services/redelivery.py). So a lost
 # message delays a response and a duplicate one is a no-op. acks_late would hold each
 # message for the whole life of a response: a broker reconnect would then redeliver every
 # running response (no-op claims) and leave the workers acknowledging on a connection
@@ -212,7 +212,7 @@ WS_MAX_PENDING_STEERS = int(env_float("WS_MAX_PENDING_STEERS", 8))
 WS_CURSOR_TTL_S = int(env_float("WS_CURSOR_TTL_S", 3600))
 # POST /v1/responses/compact: the most tokens the model may spend on its summary turn.
 COMPACTION_MAX_OUTPUT_TOKENS = int(env_float("COMPACTION_MAX_OUTPUT_TOKENS", 2048))
-# Database threads of one web process (responses_app/asyncdb.py): for requests' own work
+# Database threads of one web process (responses_app/lib/asyncdb.py): for requests' own work
 # (creates, retrieves) and, apart, for the reads of the streams that follow responses.
 WEB_REQUEST_DB_THREADS = int(env_float("WEB_REQUEST_DB_THREADS", 8))
 WEB_STREAM_DB_THREADS = int(env_float("WEB_STREAM_DB_THREADS", 8))

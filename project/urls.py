@@ -6,8 +6,8 @@ from django.urls import include, path
 from django.views.defaults import page_not_found
 
 from responses_app.api.exceptions import error_response
-from responses_app.errors import NotFound
 from responses_app.observability import views as observability
+from responses_app.wire.errors import NotFound
 
 urlpatterns = [
     path("admin/", admin.site.urls),

@@ -7,11 +7,10 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
-from responses_app.compaction import compaction_item
-from responses_app.errors import CompactionFailed, InvalidRequest, NotFound
-from responses_app.models import TERMINAL_STATUSES, InputItem, OutputItem, Response, ResponseStatus, Tenant
-from responses_app.retention import unexpired
-from responses_app.wire_objects import compacted_object, item_object, list_object, response_object
+from responses_app.models import TERMINAL_STATUSES, InputItem, OutputItem, Response, Tenant
+from responses_app.tenancy.retention import unexpired
+from responses_app.wire.errors import InvalidRequest, NotFound
+from responses_app.wire.objects import item_object, list_object, response_object
 
 
 def get_response(tenant: Tenant, response_id: str) -> Response:
@@ -68,17 +67,6 @@ def position_page(items: QuerySet, *, after: str | None, limit: int, order: str,
         items = items.filter(position__gt=cursor) if order == "asc" else items.filter(position__lt=cursor)
     page = list(items.order_by("position" if order == "asc" else "-position")[: limit + 1])
     return page[:limit], len(page) > limit
-
-
-def compacted_response(turn: Response, kept: list[dict[str, Any]]) -> dict[str, Any]:
-    """The response.compaction object of a finished summarization turn (services.start_compaction):
-    the kept items, then a compaction item with the turn's final answer as its summary."""
-    answers = [item for item in output_items(turn) if item.get("type") == "message"]
-    summary = "".join(part.get("text", "") for item in answers for part in item.get("content", []))
-    if turn.status not in (ResponseStatus.COMPLETED, ResponseStatus.INCOMPLETE) or not summary.strip():
-        why = f": {turn.error['message']}" if turn.error else ""
-        raise CompactionFailed(f"The model did not write a summary (its turn ended {turn.status}{why}).")
-    return compacted_object(turn, [*kept, compaction_item(summary)])
 
 
 def response_by_id(response_id: str) -> Response | None:

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 from celery import shared_task
 
-from responses_app import deferred, redelivery, retention, services
+from responses_app.dispatch import deferred
+from responses_app.dispatch.task_queue import RUN_RESPONSE_TASK
 from responses_app.engines import control, startup  # noqa: F401  (an inspect command; engine start at worker init)
 from responses_app.schedules import runs as schedule_runs
 from responses_app.schedules.beat_entries import RUN_SCHEDULED_TASK
+from responses_app.services import recovery, redelivery
+from responses_app.services.steered import continue_steered
 from responses_app.stream import event_log
-from responses_app.task_queue import RUN_RESPONSE_TASK
+from responses_app.tenancy import retention
 from responses_app.webhooks import delivery as webhook_delivery
 from responses_app.worker import run as worker
 
@@ -17,12 +20,12 @@ from responses_app.worker import run as worker
 @shared_task(name=RUN_RESPONSE_TASK, acks_late=False,
              Request="responses_app.worker.delivery:ResponseTaskRequest")
 def run_response(response_id: str) -> None:
-    worker.run_response(response_id, on_end=services.continue_steered)
+    worker.run_response(response_id, on_end=continue_steered)
 
 
 @shared_task(name="responses_app.tasks.reap_expired_leases")
 def reap_expired_leases() -> dict[str, int]:
-    return services.reap_expired_leases()
+    return recovery.reap_expired_leases()
 
 
 @shared_task(name="responses_app.tasks.redeliver_unclaimed")
@@ -32,12 +35,12 @@ def redeliver_unclaimed() -> dict[str, int]:
 
 @shared_task(name="responses_app.tasks.cancel_detached")
 def cancel_detached() -> int:
-    return services.cancel_detached()
+    return recovery.cancel_detached()
 
 
 @shared_task(name="responses_app.tasks.purge_unstored_responses")
 def purge_unstored_responses() -> int:
-    return services.purge_unstored_responses()
+    return recovery.purge_unstored_responses()
 
 
 @shared_task(name="responses_app.tasks.pack_event_logs")

@@ -99,7 +99,7 @@ def db_access(django_db_blocker):
 
 
 def _new_key(tenant: str) -> str:
-    from responses_app.api_keys import create_api_key
+    from responses_app.tenancy.api_keys import create_api_key
 
     return create_api_key(tenant)[1]
 

@@ -9,8 +9,8 @@ from django.contrib.admin.utils import quote
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from responses_app.api_keys import create_api_key
 from responses_app.models import OutputItem, Response, ResponseEvent, ResponseStatus
+from responses_app.tenancy.api_keys import create_api_key
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
 

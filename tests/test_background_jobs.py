@@ -10,9 +10,10 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from responses_app import deferred, services, task_queue
+from responses_app.dispatch import deferred, task_queue
 from responses_app.models import DeferredState, Response, RunStatus, ScheduledRun, Tenant
 from responses_app.schedules import runs, service
+from responses_app.services.create import create_response
 from responses_app.validation.create import parse_create_request
 from responses_app.webhooks.delivery import retry_delay
 
@@ -89,9 +90,9 @@ def test_a_deferred_response_waits_for_the_dispatcher(tenant, django_capture_on_
     sent: list[tuple[str, int]] = []
     monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: sent.append((response.pk, priority)))
     with django_capture_on_commit_callbacks(execute=True):
-        later = services.create_response(tenant, parse_create_request(
+        later = create_response(tenant, parse_create_request(
             {**REQUEST, "background": True, "background_options": {"completion_window": "8h"}}))
-        sooner = services.create_response(tenant, parse_create_request(
+        sooner = create_response(tenant, parse_create_request(
             {**REQUEST, "background": True, "background_options": {"completion_window": "2h"}}))
     assert sent == []
     assert abs(later.deadline_at - later.created_at - timedelta(hours=8)) < timedelta(seconds=1)
@@ -112,7 +113,7 @@ def test_a_continuation_runs_in_order_of_creation(tenant, django_capture_on_comm
     monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: sent.append(response.pk))
     options = {"completion_window": "2h", "continuation_id": "nightly"}
     with django_capture_on_commit_callbacks(execute=True):
-        first, second = (services.create_response(tenant, parse_create_request(
+        first, second = (create_response(tenant, parse_create_request(
             {**REQUEST, "background": True, "background_options": options})) for _ in range(2))
     deferred.dispatch_deferred()
     deferred.dispatch_deferred()

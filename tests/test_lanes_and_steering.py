@@ -8,8 +8,12 @@ from typing import Any
 
 import pytest
 
-from responses_app import services, steering, task_queue
+from responses_app.dispatch import task_queue
 from responses_app.models import DeferredState, OutputItem, Response, ResponseStatus, ResponseSteer, SteerState, Tenant
+from responses_app.services.create import create_response
+from responses_app.services.recovery import cancel_detached
+from responses_app.services.steered import continue_steered
+from responses_app.sessions import steering
 from responses_app.stream.store import end_response
 from responses_app.validation.create import parse_create_request
 
@@ -33,7 +37,7 @@ def sent(monkeypatch) -> list[str]:
 def on_lane(tenant: Tenant, stream_id: str = "a", session: str = SESSION, **body: Any) -> Response:
     request = parse_create_request({"model": "echo", "input": "Hi", "stream": True, **body})
     request.socket_session, request.stream_id, request.socket_id = session, stream_id, "socket-1"
-    return services.create_response(tenant, request)
+    return create_response(tenant, request)
 
 
 def steer(tenant: Tenant, response: Response, text: str, session: str = SESSION) -> ResponseSteer:
@@ -72,7 +76,7 @@ def test_a_steered_response_s_successor_takes_the_input_in_order_and_runs_before
     assert Response.objects.get(pk=parent.pk).steer_requested
     with django_capture_on_commit_callbacks(execute=True):
         end_response(parent.pk, ResponseStatus.INCOMPLETE, incomplete_details={"reason": "steered"},
-                     on_end=services.continue_steered)
+                     on_end=continue_steered)
     successor = Response.objects.get(pk=ResponseSteer.objects.get(pk=steers[0].pk).successor_id)
     assert [s.state for s in ResponseSteer.objects.filter(response=parent)] == [SteerState.COMMITTED] * 2
     assert successor.previous_response_id == parent.pk and successor.request["instructions"] == "Be brief."
@@ -91,7 +95,7 @@ def test_steering_input_waits_for_the_explicit_continuation_after_a_function_cal
                               status="completed", data={"id": "fc_1", "type": "function_call", "call_id": "call_1",
                                                         "name": "get_weather", "arguments": "{}"})
     pending = steer(tenant, parent, "Also this")
-    end_response(parent.pk, ResponseStatus.COMPLETED, on_end=services.continue_steered)
+    end_response(parent.pk, ResponseStatus.COMPLETED, on_end=continue_steered)
     assert ResponseSteer.objects.get(pk=pending.pk).state == SteerState.PENDING
     [outcome] = steering.outcomes(Response.objects.get(pk=parent.pk))
     assert outcome.required_input == [{"type": "function_call_output", "call_id": "call_1", "name": "get_weather"}]
@@ -108,7 +112,7 @@ def test_input_queued_for_a_response_that_fails_or_is_cancelled_is_handed_back(t
         response = on_lane(tenant)
         running(response)
         queued = steer(tenant, response, "Too late")
-        end_response(response.pk, status, on_end=services.continue_steered)
+        end_response(response.pk, status, on_end=continue_steered)
         failed = ResponseSteer.objects.get(pk=queued.pk)
         assert (failed.state, failed.error_code) == (SteerState.FAILED, "response_not_active")
         assert [o.steer.pk for o in steering.outcomes(Response.objects.get(pk=response.pk))] == [queued.pk]
@@ -133,20 +137,20 @@ def test_a_steer_is_refused_for_another_session_a_finished_response_and_past_the
 
 
 def test_a_foreground_response_whose_socket_went_away_is_cancelled_after_the_grace(tenant, sent, settings):
-    from responses_app import socket_sessions
+    from responses_app.sessions import sockets
 
     settings.WS_RESUME_GRACE_S = 0
     foreground, background = on_lane(tenant), on_lane(tenant, stream_id="b", background=True)
-    socket_sessions.detach(tenant, SESSION)
-    assert services.cancel_detached() == 1
+    sockets.detach(tenant, SESSION)
+    assert cancel_detached() == 1
     assert Response.objects.get(pk=foreground.pk).status == ResponseStatus.CANCELLED
     assert Response.objects.get(pk=background.pk).status == ResponseStatus.QUEUED
     # A socket that resumes the session in time takes the responses back.
     again = on_lane(tenant, stream_id="c")
-    socket_sessions.detach(tenant, SESSION)
-    starts = socket_sessions.resume(tenant, SESSION, "socket-2", seen={})
+    sockets.detach(tenant, SESSION)
+    starts = sockets.resume(tenant, SESSION, "socket-2", seen={})
     assert {s.response_id for s in starts} == {background.pk, again.pk}
-    assert services.cancel_detached() == 0
+    assert cancel_detached() == 0
 
 
 def test_a_lane_response_stranded_behind_an_ended_one_is_sent_by_the_redelivery_sweep(tenant, sent):
@@ -154,7 +158,7 @@ def test_a_lane_response_stranded_behind_an_ended_one_is_sent_by_the_redelivery_
 
     from django.utils import timezone
 
-    from responses_app import redelivery
+    from responses_app.services import redelivery
 
     first, second = on_lane(tenant), on_lane(tenant)
     later = timezone.now() + timedelta(minutes=1)

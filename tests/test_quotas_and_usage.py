@@ -6,10 +6,11 @@ from datetime import date
 
 import pytest
 
-from responses_app import quotas, services
-from responses_app.daily_usage import add_to_daily_usage
-from responses_app.errors import RateLimited
 from responses_app.models import Response, ResponseEvent, ResponseStatus, Tenant, TenantDailyUsage
+from responses_app.services.cancel import request_cancel
+from responses_app.tenancy import quotas
+from responses_app.tenancy.daily_usage import add_to_daily_usage
+from responses_app.wire.errors import RateLimited
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
 
@@ -35,7 +36,7 @@ def test_a_queued_response_cancelled_without_a_worker_counts_as_a_response():
     tenant = Tenant.objects.create(name="t3")
     response = Response.objects.create(tenant=tenant, model="echo", background=True, last_sequence_number=0)
     ResponseEvent.objects.create(response=response, sequence_number=0, type="response.created", data={})
-    services.request_cancel(response)
+    request_cancel(response)
     assert response.status == ResponseStatus.CANCELLED
     row = TenantDailyUsage.objects.get(tenant=tenant)
     assert (row.responses, row.input_tokens, row.output_tokens) == (1, 0, 0)

@@ -13,9 +13,11 @@ import pytest
 from celery import current_app
 from django.utils import timezone
 
-from responses_app import redelivery, task_queue, tasks
-from responses_app.cooldown import Cooldown
+from responses_app import tasks
+from responses_app.dispatch import task_queue
+from responses_app.lib.cooldown import Cooldown
 from responses_app.models import Response, ResponseEvent, ResponseStatus, Tenant
+from responses_app.services import redelivery
 from responses_app.worker.delivery import ResponseTaskRequest
 from tests.test_services import create
 

@@ -12,11 +12,13 @@ from django.db import connection
 from django.test import override_settings
 from django.utils import timezone
 
-from responses_app import retention, selectors, services
-from responses_app.errors import NotFound
+from responses_app import selectors
 from responses_app.models import EventLog, InputItem, OutputItem, Response, ResponseEvent, ResponseStatus, Tenant
+from responses_app.services.create import create_response
 from responses_app.stream.store import end_response
+from responses_app.tenancy import retention
 from responses_app.validation.create import parse_create_request
+from responses_app.wire.errors import NotFound
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
 
@@ -40,7 +42,7 @@ def ended(tenant: Tenant, days_ago: float, previous: Response | None = None, **b
 def running(tenant: Tenant, previous: Response | None = None, **body: Any) -> Response:
     request = parse_create_request({"model": "echo", "input": "Hello", "background": True, **body,
                                     **({"previous_response_id": previous.pk} if previous else {})})
-    return services.create_response(tenant, request)
+    return create_response(tenant, request)
 
 
 def test_expired_responses_are_not_found_before_the_purge_and_gone_after(tenant, django_capture_on_commit_callbacks):

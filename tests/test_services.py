@@ -16,16 +16,19 @@ from django.test import override_settings
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from responses_app import services
-from responses_app.api_keys import create_api_key
-from responses_app.conversation import prompt_request
-from responses_app.errors import InvalidRequest, NotFound
+import responses_app.services.create
+from responses_app.context.history import prompt_request
 from responses_app.harmony.parser import ContentDelta, MessageStarted
 from responses_app.harmony.prompt import render_prompt
 from responses_app.models import InputItem, OutputItem, Response, ResponseEvent, ResponseStatus, Tenant
+from responses_app.services.cancel import delete_response, request_cancel
+from responses_app.services.create import create_response
+from responses_app.services.recovery import purge_unstored_responses, reap_expired_leases
 from responses_app.stream.builder import EventBuilder
 from responses_app.stream.store import LeaseLost, end_response, save_batch
+from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
+from responses_app.wire.errors import InvalidRequest, NotFound
 from responses_app.worker.cancel_watch import CancelWatch
 from responses_app.worker.claim import claim
 from responses_app.worker.run import run_response
@@ -51,7 +54,7 @@ def tenant() -> Tenant:
 def create(tenant: Tenant, **body: Any) -> Response:
     """A response made the way the API makes it; its on_commit enqueue is not run."""
     request = parse_create_request({"model": "echo", "input": "Hello there", **body})
-    return services.create_response(tenant, request)
+    return create_response(tenant, request)
 
 
 @pytest.fixture
@@ -140,7 +143,7 @@ def test_create_is_one_transaction_a_failure_while_writing_its_event_leaves_noth
     def broken_insert(response, events):
         raise RuntimeError("the database went away")
 
-    monkeypatch.setattr(services, "insert_events", broken_insert)
+    monkeypatch.setattr(responses_app.services.create, "insert_events", broken_insert)
     with django_capture_on_commit_callbacks(execute=False) as callbacks, pytest.raises(RuntimeError):
         create(tenant)
     assert not Response.objects.filter(tenant=tenant).exists()
@@ -215,7 +218,7 @@ def test_save_batch_returns_the_cancel_flag(queued):
     builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
     assert save_batch(running, "worker-a", builder) is False
 
-    services.request_cancel(running)
+    request_cancel(running)
     assert save_batch(running, "worker-a", builder) is True
 
 
@@ -240,7 +243,7 @@ def test_end_response_by_the_lease_owner_writes_its_pending_events_ends_it_and_r
 
 
 def test_cancelling_a_queued_response_ends_it_at_once_with_a_cancelled_terminal_event(queued):
-    cancelled = services.request_cancel(queued)
+    cancelled = request_cancel(queued)
 
     assert cancelled.status == ResponseStatus.CANCELLED
     assert cancelled.cancel_requested and cancelled.completed_at is not None
@@ -254,7 +257,7 @@ def test_cancelling_a_queued_response_ends_it_at_once_with_a_cancelled_terminal_
 def test_cancelling_a_running_response_only_sets_the_flag_for_its_worker(queued):
     running = start_with_open_message(queued)
 
-    after = services.request_cancel(running)
+    after = request_cancel(running)
 
     assert (after.status, after.cancel_requested, after.lease_owner) == (ResponseStatus.IN_PROGRESS, True, "worker-a")
     assert [t for _, t in events_of(after)][-1] == "response.output_text.delta"
@@ -266,11 +269,11 @@ def test_cancelling_a_finished_response_changes_nothing(queued, status):
     Response.objects.filter(pk=queued.pk).update(status=status)
     queued.refresh_from_db()
 
-    assert services.request_cancel(queued).status == status
+    assert request_cancel(queued).status == status
     # Also when the caller's copy is stale (it still says queued).
     stale = Response.objects.get(pk=queued.pk)
     stale.status = ResponseStatus.QUEUED
-    services.request_cancel(stale)
+    request_cancel(stale)
 
     queued.refresh_from_db()
     assert (queued.status, queued.cancel_requested, queued.last_sequence_number) == (status, False, 0)
@@ -278,9 +281,9 @@ def test_cancelling_a_finished_response_changes_nothing(queued, status):
 
 
 def test_cancel_is_idempotent(queued):
-    services.request_cancel(queued)
-    services.request_cancel(queued)
-    services.request_cancel(Response.objects.get(pk=queued.pk))
+    request_cancel(queued)
+    request_cancel(queued)
+    request_cancel(Response.objects.get(pk=queued.pk))
     assert events_of(queued) == [(0, "response.created"), (1, "response.incomplete")]
 
 
@@ -334,7 +337,7 @@ def test_the_reaper_requeues_a_lost_response_without_output_and_enqueues_it_agai
     Response.objects.filter(pk=queued.pk).update(task_id="task-of-the-lost-worker")
     expire_lease(queued)
 
-    assert services.reap_expired_leases() == {"requeued": 1, "failed": 0}
+    assert reap_expired_leases() == {"requeued": 1, "failed": 0}
 
     queued.refresh_from_db()
     assert (queued.status, queued.lease_owner, queued.lease_expires_at) == (ResponseStatus.QUEUED, "", None)
@@ -349,7 +352,7 @@ def test_the_reaper_fails_a_lost_response_that_used_up_its_attempts(queued):
     claim(queued.pk, "worker-a")
     expire_lease(queued)
 
-    assert services.reap_expired_leases() == {"requeued": 0, "failed": 1}
+    assert reap_expired_leases() == {"requeued": 0, "failed": 1}
 
     queued.refresh_from_db()
     assert queued.status == ResponseStatus.FAILED
@@ -361,7 +364,7 @@ def test_the_reaper_fails_a_lost_response_with_output_and_closes_its_open_item(q
     running = start_with_open_message(queued)
     expire_lease(running)
 
-    assert services.reap_expired_leases() == {"requeued": 0, "failed": 1}
+    assert reap_expired_leases() == {"requeued": 0, "failed": 1}
 
     running.refresh_from_db()
     assert running.status == ResponseStatus.FAILED
@@ -389,7 +392,7 @@ def test_the_reaper_leaves_a_response_with_a_live_lease_alone(queued):
     just_claimed = claim(Response.objects.create(tenant=queued.tenant, model="echo").pk, "worker-b")
     assert just_claimed is not None
 
-    assert services.reap_expired_leases() == {"requeued": 0, "failed": 0}
+    assert reap_expired_leases() == {"requeued": 0, "failed": 0}
 
     for response in (running, just_claimed):
         before = response.lease_expires_at
@@ -400,7 +403,7 @@ def test_the_reaper_leaves_a_response_with_a_live_lease_alone(queued):
 def test_the_reaper_leaves_queued_and_finished_responses_alone(queued, tenant):
     finished = Response.objects.create(tenant=tenant, model="echo", status=ResponseStatus.COMPLETED,
                                        lease_expires_at=timezone.now() - timedelta(minutes=5))
-    assert services.reap_expired_leases() == {"requeued": 0, "failed": 0}
+    assert reap_expired_leases() == {"requeued": 0, "failed": 0}
     queued.refresh_from_db()
     finished.refresh_from_db()
     assert (queued.status, finished.status) == (ResponseStatus.QUEUED, ResponseStatus.COMPLETED)
@@ -409,10 +412,10 @@ def test_the_reaper_leaves_queued_and_finished_responses_alone(queued, tenant):
 @pytest.mark.parametrize("with_output", [False, True])
 def test_the_reaper_ends_a_lost_response_with_cancel_requested_as_cancelled(queued, with_output):
     running = start_with_open_message(queued) if with_output else claim(queued.pk, "worker-a")
-    services.request_cancel(running)
+    request_cancel(running)
     expire_lease(running)
 
-    assert services.reap_expired_leases() == {"requeued": 0, "failed": 1}
+    assert reap_expired_leases() == {"requeued": 0, "failed": 1}
 
     running.refresh_from_db()
     assert running.status == ResponseStatus.CANCELLED and running.error is None
@@ -427,7 +430,7 @@ def test_a_requeued_response_is_completed_by_the_next_worker_with_dense_sequence
     builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
     save_batch(first, "worker-a", builder)
     expire_lease(first)
-    assert services.reap_expired_leases()["requeued"] == 1
+    assert reap_expired_leases()["requeued"] == 1
 
     run_response(queued.pk)
 
@@ -466,7 +469,7 @@ def test_purge_deletes_only_unstored_responses_that_ended_before_the_retention(t
         make(False, ResponseStatus.COMPLETED, recently),
     ]
 
-    services.purge_unstored_responses()
+    purge_unstored_responses()
 
     assert set(Response.objects.filter(tenant=tenant)) == set(kept)
     gone = [response.pk for response in expired]
@@ -482,7 +485,7 @@ def test_delete_removes_the_response_with_its_items_and_events(tenant):
     assert OutputItem.objects.filter(response=response).exists()
     response_id = response.pk
 
-    services.delete_response(Response.objects.get(pk=response_id))
+    delete_response(Response.objects.get(pk=response_id))
 
     assert not Response.objects.filter(pk=response_id).exists()
     assert not InputItem.objects.filter(response_id=response_id).exists()
@@ -493,7 +496,7 @@ def test_delete_removes_the_response_with_its_items_and_events(tenant):
 def test_deleting_a_running_response_makes_its_worker_lose_the_lease(queued):
     running = start_with_open_message(queued)
 
-    services.delete_response(running)
+    delete_response(running)
 
     assert not Response.objects.filter(pk=queued.pk).exists()
     with pytest.raises(LeaseLost):
@@ -506,7 +509,7 @@ def test_one_query_polls_the_cancel_flags_of_all_watched_responses(tenant, djang
     with django_capture_on_commit_callbacks(execute=False):
         cancelled, running = start_with_open_message(create(tenant)), start_with_open_message(create(tenant))
     with watch.watching(cancelled.pk), watch.watching(running.pk):
-        services.request_cancel(cancelled)
+        request_cancel(cancelled)
         assert not watch.cancel_requested(cancelled.pk)  # seen at the next poll, not before
 
         with CaptureQueriesContext(connection) as queries:
@@ -587,7 +590,7 @@ def test_a_worker_run_cut_off_by_max_output_tokens_ends_incomplete(tenant):
 
 
 def test_a_worker_finds_nothing_to_do_for_a_cancelled_response(queued):
-    services.request_cancel(queued)
+    request_cancel(queued)
     run_response(queued.pk)
     queued.refresh_from_db()
     assert (queued.status, queued.attempts) == (ResponseStatus.CANCELLED, 0)
@@ -615,8 +618,8 @@ def user_item(text: str) -> dict[str, Any]:
 
 @override_settings(UNSTORED_RETENTION_S=0)
 def test_the_purge_keeps_the_store_false_responses_of_a_live_socket_session(tenant):
-    from responses_app.redis_client import shared_client
-    from responses_app.socket_sessions import presence_key
+    from responses_app.lib.redis_client import shared_client
+    from responses_app.sessions.sockets import presence_key
 
     held = create(tenant, store=False)
     held.socket_session = "live-session"
@@ -628,9 +631,9 @@ def test_the_purge_keeps_the_store_false_responses_of_a_live_socket_session(tena
     key = presence_key(tenant.pk, "live-session")
     shared_client().zadd(key, {"socket-1": timezone.now().timestamp() + 60})
     try:
-        services.purge_unstored_responses()
+        purge_unstored_responses()
         assert list(Response.objects.filter(pk__in=[held.pk, plain.pk]).values_list("pk", flat=True)) == [held.pk]
     finally:
         shared_client().delete(key)
-    services.purge_unstored_responses()  # the socket has gone
+    purge_unstored_responses()  # the socket has gone
     assert not Response.objects.filter(pk=held.pk).exists()

@@ -11,9 +11,9 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
-from responses_app.api_keys import authenticate_bearer, create_api_key
-from responses_app.errors import AuthenticationFailed
 from responses_app.models import ApiKey, ApiKeyScope, Tenant
+from responses_app.tenancy.api_keys import authenticate_bearer, create_api_key
+from responses_app.wire.errors import AuthenticationFailed
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
 

@@ -14,9 +14,9 @@ from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.messages import get_messages
 from django.utils import timezone
 
-from responses_app.api_keys import authenticate_bearer, create_api_key
-from responses_app.errors import AuthenticationFailed
 from responses_app.models import ApiKey, ApiKeyScope, Tenant, TenantDailyUsage
+from responses_app.tenancy.api_keys import authenticate_bearer, create_api_key
+from responses_app.wire.errors import AuthenticationFailed
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
 

@@ -21,7 +21,7 @@ from responses_app.harmony.client_tools import (
     call_arguments,
     output_text,
 )
-from responses_app.wire_objects import public_tool
+from responses_app.wire.objects import public_tool
 
 # Request parameters shown under "Sampling", in this order, when set (client_metadata: what
 # the client says about itself, such as Codex's session and turn ids).

@@ -12,7 +12,7 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseForbidden
 
 from responses_app import selectors
-from responses_app.asyncdb import db
+from responses_app.lib.asyncdb import db
 from responses_app.stream.reader import follow_frames
 from responses_app.stream.sse import sse_response
 

@@ -2,7 +2,7 @@
 
 Event tables grow to millions of rows, so nothing here counts or collects them: the
 timeline is paged by sequence number, its length is the response's
-last_sequence_number, and deletion goes through services.delete_response instead of
+last_sequence_number, and deletion goes through delete_response instead of
 Django's collector (whose confirmation page would load every event to list it).
 
 Responses are written by workers while an operator looks at them, so the change form
@@ -26,12 +26,12 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
-from responses_app import services
 from responses_app.admin import display, live_tail
-from responses_app.errors import APIError
 from responses_app.models import InputItem, OutputItem, Response
+from responses_app.services.cancel import delete_response, request_cancel, rerun_response
 from responses_app.stream import event_log
 from responses_app.stream.builder import TERMINAL_EVENT_TYPES
+from responses_app.wire.errors import APIError
 
 EVENTS_PER_PAGE = 100
 RERUNS_SHOWN = 20
@@ -187,11 +187,11 @@ class ResponseAdmin(admin.ModelAdmin):
         """Never: a full save of a form's stale copy would overwrite the worker's writes."""
 
     def delete_model(self, request: HttpRequest, obj: Response) -> None:
-        services.delete_response(obj)
+        delete_response(obj)
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Response]) -> None:
         for response in queryset:
-            services.delete_response(response)
+            delete_response(response)
 
     def get_urls(self) -> list[URLPattern]:
         prefix = f"{self.opts.app_label}_{self.opts.model_name}"
@@ -326,13 +326,13 @@ class ResponseAdmin(admin.ModelAdmin):
     def _cancel(self, request: HttpRequest, response: Response) -> bool:
         if not response.background or response.is_terminal:
             return False
-        services.request_cancel(response)
+        request_cancel(response)
         self.log_change(request, response, "Requested cancel.")
         return True
 
     def _rerun(self, request: HttpRequest, response: Response) -> Response | None:
         try:
-            rerun = services.rerun_response(response)
+            rerun = rerun_response(response)
         except APIError as error:  # the request no longer validates (its previous response is gone, ...)
             self.message_user(request, f"Could not re-run {response.pk}: {error.message}", messages.ERROR)
             return None
@@ -342,7 +342,7 @@ class ResponseAdmin(admin.ModelAdmin):
 
     def _delete(self, request: HttpRequest, response: Response) -> None:
         self.log_deletions(request, [response])  # before: the entry needs the row's id
-        services.delete_response(response)
+        delete_response(response)
 
     # --- bulk actions (the list) ---------------------------------------------------------------
 

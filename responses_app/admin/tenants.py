@@ -19,8 +19,8 @@ from django.template.response import TemplateResponse
 from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 
-from responses_app.api_keys import create_api_key, revoke_api_key
 from responses_app.models import ApiKey, Tenant, TenantDailyUsage
+from responses_app.tenancy.api_keys import create_api_key, revoke_api_key
 
 USAGE_INLINE_DAYS = 31
 

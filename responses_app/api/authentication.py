@@ -1,12 +1,12 @@
-"""The one authentication of /v1: a bearer API key resolves to its tenant (api_keys.py)."""
+"""The one authentication of /v1: a bearer API key resolves to its tenant (tenancy/api_keys.py)."""
 
 from __future__ import annotations
 
 from rest_framework.authentication import BaseAuthentication
 from rest_framework.request import Request
 
-from responses_app.api_keys import Caller, authenticate_bearer
 from responses_app.models import ApiKey
+from responses_app.tenancy.api_keys import Caller, authenticate_bearer
 
 
 class ApiKeyAuthentication(BaseAuthentication):

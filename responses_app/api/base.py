@@ -3,7 +3,7 @@
 Handlers are coroutines, since they stream events or wait for a response to finish and
 must not hold a thread while they do. DRF's own steps that touch the database
 (authentication, the scope permission, the quota throttle) run in the pool of database
-threads (asyncdb.db), never on Django's one shared sync thread, where a burst of creates
+threads (lib/asyncdb.db), never on Django's one shared sync thread, where a burst of creates
 would queue behind each other. For the same reason handlers return Django responses
 (JsonResponse, StreamingHttpResponse): a DRF Response is rendered late, and Django runs
 that render on the shared thread too.
@@ -21,8 +21,8 @@ from rest_framework.views import APIView
 
 from responses_app.api.authentication import ApiKeyAuthentication
 from responses_app.api.permissions import KeyScopePermission
-from responses_app.asyncdb import db
-from responses_app.errors import MethodNotAllowed
+from responses_app.lib.asyncdb import db
+from responses_app.wire.errors import MethodNotAllowed
 
 
 class IgnoreAccept(BaseContentNegotiation):

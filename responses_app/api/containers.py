@@ -16,10 +16,10 @@ from rest_framework.request import Request
 from responses_app.api import openapi
 from responses_app.api.base import ApiView
 from responses_app.api.params import json_body, page_params
-from responses_app.asyncdb import db
-from responses_app.errors import Conflict, InvalidRequest, NotFound
+from responses_app.lib.asyncdb import db
 from responses_app.validation.containers import parse_container_create, upload_name
-from responses_app.wire_objects import container_file_object, container_object, list_object
+from responses_app.wire.errors import Conflict, InvalidRequest, NotFound
+from responses_app.wire.objects import container_file_object, container_object, list_object
 from tools_app import container_files, containers
 
 T = TypeVar("T")

@@ -8,14 +8,14 @@ from rest_framework.request import Request
 from responses_app.api import openapi
 from responses_app.api.base import ApiView
 from responses_app.api.params import include_param, json_body, page_params
-from responses_app.asyncdb import db
 from responses_app.conversations import store
+from responses_app.lib.asyncdb import db
 from responses_app.validation.conversations import (
     parse_conversation_create,
     parse_conversation_update,
     parse_items_add,
 )
-from responses_app.wire_objects import conversation_item_object
+from responses_app.wire.objects import conversation_item_object
 
 
 class ConversationsView(ApiView):

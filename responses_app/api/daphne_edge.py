@@ -37,8 +37,8 @@ from twisted.python.failure import Failure
 from twisted.web import http
 
 from responses_app.api.edge import body_limit
-from responses_app.api_keys import authenticate_bearer, parse_bearer
-from responses_app.errors import APIError, AuthenticationFailed, InvalidRequest, RequestTooLarge
+from responses_app.tenancy.api_keys import authenticate_bearer, parse_bearer
+from responses_app.wire.errors import APIError, AuthenticationFailed, InvalidRequest, RequestTooLarge
 
 API_PREFIX = b"/v1/"
 LINGER_S = 5.0

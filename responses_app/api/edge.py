@@ -12,7 +12,7 @@ from typing import Any
 
 from django.conf import settings
 
-from responses_app.errors import APIError, InvalidRequest
+from responses_app.wire.errors import APIError, InvalidRequest
 
 
 def body_limit(headers: dict[bytes, bytes]) -> int:

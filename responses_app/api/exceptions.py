@@ -13,7 +13,7 @@ from django.http import Http404, JsonResponse
 from django.http.multipartparser import MultiPartParserError
 from rest_framework import exceptions as drf_exceptions
 
-from responses_app.errors import (
+from responses_app.wire.errors import (
     APIError,
     AuthenticationFailed,
     InvalidRequest,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 from rest_framework.request import Request
 
-from responses_app.errors import PermissionDenied
+from responses_app.wire.errors import PermissionDenied
 
 if TYPE_CHECKING:  # DRF imports this module while rest_framework.views initializes
     from rest_framework.views import APIView

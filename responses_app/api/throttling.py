@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 from rest_framework.request import Request
 from rest_framework.throttling import BaseThrottle
 
-from responses_app import quotas
+from responses_app.tenancy import quotas
 
 if TYPE_CHECKING:  # DRF imports this module while rest_framework.views initializes
     from rest_framework.views import APIView
 
 
 class TenantCreateThrottle(BaseThrottle):
-    """Counts each create in the tenant's sliding minute (quotas.py, in Redis). Past the
+    """Counts each create in the tenant's sliding minute (tenancy/quotas.py, in Redis). Past the
     limit the quota's own 429 is raised, with its message and Retry-After, rather than
     DRF's generic one."""
 

@@ -10,21 +10,25 @@ from django.conf import settings
 from django.http import HttpResponseBase, JsonResponse
 from rest_framework.request import Request
 
-from responses_app import selectors, services
+from responses_app import selectors
 from responses_app.api import openapi
 from responses_app.api.base import ApiView
 from responses_app.api.params import bool_param, include_param, int_param, json_body, order_param
 from responses_app.api.throttling import TenantCreateThrottle
-from responses_app.asyncdb import db
-from responses_app.errors import InvalidRequest, NotFound
+from responses_app.context.compaction import compacted_response
+from responses_app.lib.asyncdb import db
 from responses_app.models import Response
+from responses_app.services.cancel import cancel_by_id, delete_response, request_cancel
+from responses_app.services.create import count_input_tokens, create_response, start_compaction
 from responses_app.stream import creates_first
 from responses_app.stream.event_log import Frames
 from responses_app.stream.event_names import named
 from responses_app.stream.reader import ResponseGone, follow_frames, wait_until_finished
 from responses_app.stream.sse import sse_frame, sse_response
 from responses_app.validation.create import parse_compact_request, parse_count_request, parse_create_request
-from responses_app.wire_objects import model_object
+from responses_app.validation.request import CreateRequest
+from responses_app.wire.errors import InvalidRequest, NotFound
+from responses_app.wire.objects import model_object
 
 CANCEL_WAIT_S = 5.0
 
@@ -41,7 +45,7 @@ class ResponsesView(ApiView):
             response, create_request = await db(self._create)(request)
         if create_request.stream:
             # A foreground stream's client is its only reader: when it hangs up, stop the work.
-            on_disconnect = None if response.background else functools.partial(services.cancel_by_id, response.pk)
+            on_disconnect = None if response.background else functools.partial(cancel_by_id, response.pk)
             created = Frames(sse_frame(response.created_event), last_sequence_number=0, ends=False)
             return sse_response(named(follow_frames(response.pk, -1, on_disconnect=on_disconnect, committed=created,
                                                     error_events=True), request.user.api_key.event_names))
@@ -51,14 +55,14 @@ class ResponsesView(ApiView):
             finished = await _wait_until_finished(response.pk)
         except asyncio.CancelledError:
             # The client hung up on a foreground response: nobody will read it.
-            await db(services.cancel_by_id)(response.pk)
+            await db(cancel_by_id)(response.pk)
             raise
         return JsonResponse(await db(selectors.render_response)(finished))
 
-    def _create(self, request: Request) -> tuple[Response, services.CreateRequest]:
+    def _create(self, request: Request) -> tuple[Response, CreateRequest]:
         self.initial(request)  # authentication, the key's scope, the quota (checks_in_handler)
         create_request = parse_create_request(json_body(request))
-        return services.create_response(request.user.tenant, create_request), create_request
+        return create_response(request.user.tenant, create_request), create_request
 
 
 class ResponseView(ApiView):
@@ -88,7 +92,7 @@ class ResponseView(ApiView):
     @openapi.DELETE
     async def delete(self, request: Request, response_id: str) -> HttpResponseBase:
         response = await db(selectors.get_response)(request.user.tenant, response_id)
-        await db(services.delete_response)(response)
+        await db(delete_response)(response)
         return JsonResponse({"id": response_id, "object": "response.deleted", "deleted": True})
 
 
@@ -100,7 +104,7 @@ class ResponseCancelView(ApiView):
         response = await db(selectors.get_response)(request.user.tenant, response_id)
         if not response.background:
             raise InvalidRequest("Only background responses can be cancelled.", param="response_id")
-        response = await db(services.request_cancel)(response)
+        response = await db(request_cancel)(response)
         if not response.is_terminal:
             # The worker honours the flag within a second; answer with the cancelled response
             # when it does, or with the response as it stands if the worker is slow.
@@ -134,13 +138,13 @@ class CompactView(ApiView):
     @openapi.COMPACT
     async def post(self, request: Request) -> HttpResponseBase:
         compact_request = parse_compact_request(json_body(request))
-        turn, kept = await db(services.start_compaction)(request.user.tenant, compact_request)
+        turn, kept = await db(start_compaction)(request.user.tenant, compact_request)
         try:
             finished = await _wait_until_finished(turn.pk)
         except asyncio.CancelledError:
-            await db(services.cancel_by_id)(turn.pk)
+            await db(cancel_by_id)(turn.pk)
             raise
-        return JsonResponse(await db(selectors.compacted_response)(finished, kept))
+        return JsonResponse(await db(compacted_response)(finished, kept))
 
 
 class InputTokensView(ApiView):
@@ -151,7 +155,7 @@ class InputTokensView(ApiView):
     @openapi.INPUT_TOKENS
     async def post(self, request: Request) -> HttpResponseBase:
         count_request = parse_count_request(json_body(request))
-        input_tokens = await db(services.count_input_tokens)(request.user.tenant, count_request)
+        input_tokens = await db(count_input_tokens)(request.user.tenant, count_request)
         return JsonResponse({"object": "response.input_tokens", "input_tokens": input_tokens})
 
 

@@ -2,4 +2,4 @@
 turns.py ties a response to one (its history in, its items out), store.py serves them to
 the API (validated bodies, pages).
 
-Not to be confused with responses_app/conversation.py: the prompt of one response."""
+Not to be confused with responses_app/context/history.py: the prompt of one response."""

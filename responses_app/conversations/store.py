@@ -16,10 +16,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from responses_app.conversations.items import LOCKED, append_items
-from responses_app.errors import Conflict, InvalidRequest, NotFound
 from responses_app.models import Conversation, ConversationItem, Tenant
 from responses_app.selectors import position_page
-from responses_app.wire_objects import conversation_item_object, list_object
+from responses_app.wire.errors import Conflict, InvalidRequest, NotFound
+from responses_app.wire.objects import conversation_item_object, list_object
 
 
 def conversation_object(conversation: Conversation) -> dict[str, Any]:

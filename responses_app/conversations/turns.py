@@ -12,8 +12,8 @@ from typing import Any
 
 from responses_app import selectors
 from responses_app.conversations.items import LOCKED, append_items, history
-from responses_app.errors import Conflict, NotFound
 from responses_app.models import Conversation, ConversationItem, Response, ResponseStatus, Tenant
+from responses_app.wire.errors import Conflict, NotFound
 
 # Ended so that the turn happened: its items join the conversation. A failed or cancelled
 # response leaves the conversation as it was, so the client can simply try again.

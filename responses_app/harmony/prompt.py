@@ -33,7 +33,7 @@ from responses_app.harmony.client_tools import (
     output_text,
 )
 from responses_app.harmony.encoding import get_encoding
-from responses_app.tool_types import WEB_SEARCH_TYPES
+from responses_app.wire.tool_types import WEB_SEARCH_TYPES
 
 FUNCTIONS_NAMESPACE = "functions"
 PYTHON_RECIPIENT = "python"

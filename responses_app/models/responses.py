@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import models
 
-from responses_app.ids import new_id
+from responses_app.lib.ids import new_id
 
 
 class Tenant(models.Model):
@@ -85,7 +85,7 @@ class DeferredState(models.TextChoices):
     RELEASED = "released"
     PROMOTED = "promoted"
     # A WebSocket lane's response stored behind the one before it (lane_after): sent
-    # when that one ends (lanes.py), not by the dispatcher.
+    # when that one ends (sessions/lanes.py), not by the dispatcher.
     LANE = "lane"
 
 
@@ -109,7 +109,7 @@ class Response(models.Model):
     # previous_response_id is: the Response object still names a deleted conversation.
     conversation_id = models.CharField(max_length=64, blank=True)
     # truncation "auto": the most history items dropped from the start of a turn's prompt
-    # to fit the model's context (truncation.py); 0 when the whole history fitted.
+    # to fit the model's context (context/truncation.py); 0 when the whole history fitted.
     truncated_items = models.PositiveIntegerField(default=0)
     # Set on a response an operator re-ran from the admin: the response it copies.
     rerun_of = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns")
@@ -134,7 +134,7 @@ class Response(models.Model):
 
     # A deferred completion window (background_options.completion_window "2h" / "8h"):
     # the response must end by deadline_at; deferred_state says where the dispatcher
-    # (deferred.py) has it: waiting in the database, released to the broker at the lowest
+    # (dispatch/deferred.py) has it: waiting in the database, released to the broker at the lowest
     # priority, or promoted to its model's interactive priority. Blank: not deferred.
     deadline_at = models.DateTimeField(null=True, blank=True)
     deferred_state = models.CharField(max_length=16, choices=DeferredState.choices, blank=True)
@@ -144,14 +144,14 @@ class Response(models.Model):
     # Created over the Responses WebSocket (api/websocket/): the lane (``stream_id``, ""
     # for the default lane) of the socket session that follows it, the response it runs
     # after on that lane, and the socket following it now. detached_at: when that socket
-    # went away, so that a foreground response nobody resumes is cancelled (lanes.py).
+    # went away, so that a foreground response nobody resumes is cancelled (sessions/lanes.py).
     socket_session = models.CharField(max_length=160, blank=True)
     stream_id = models.CharField(max_length=64, blank=True)
     lane_after = models.ForeignKey("self", null=True, blank=True, on_delete=models.SET_NULL,
                                    related_name="lane_successors")
     socket_id = models.CharField(max_length=32, blank=True)
     detached_at = models.DateTimeField(null=True, blank=True)
-    # Steering input is queued for it (steering.py): the worker's cancel watch polls this
+    # Steering input is queued for it (sessions/steering.py): the worker's cancel watch polls this
     # with cancel_requested and ends the response at its next safe boundary.
     steer_requested = models.BooleanField(default=False)
 
@@ -160,7 +160,7 @@ class Response(models.Model):
             models.Index(fields=["tenant", "socket_session", "stream_id"]),
             models.Index(fields=["tenant", "-created_at"]),
             models.Index(fields=["status", "lease_expires_at"]),
-            # The retention purge: a tenant's responses by end time (retention.py).
+            # The retention purge: a tenant's responses by end time (tenancy/retention.py).
             models.Index(fields=["tenant", "completed_at"]),
             models.Index(fields=["deferred_state", "deadline_at"]),
         ]

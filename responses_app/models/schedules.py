@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.db import models
 from django_celery_beat.models import PeriodicTask
 
-from responses_app.ids import new_id
+from responses_app.lib.ids import new_id
 from responses_app.models.responses import Response, Tenant
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.db import models
 
-from responses_app.ids import new_id
+from responses_app.lib.ids import new_id
 from responses_app.models.responses import Tenant
 
 

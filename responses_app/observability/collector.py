@@ -24,7 +24,7 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Met
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from responses_app import broker
+from responses_app.dispatch import broker
 from responses_app.models import Response, ResponseStatus
 from responses_app.observability import metrics
 

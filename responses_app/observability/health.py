@@ -24,7 +24,7 @@ from celery import current_app
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from responses_app.broker import WORKERS
+from responses_app.dispatch.broker import WORKERS
 
 log = logging.getLogger(__name__)
 CHECK_TIMEOUT_S = 2.0

@@ -7,7 +7,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from responses_app.asyncdb import db
+from responses_app.lib.asyncdb import db
 from responses_app.observability.collector import REGISTRY
 from responses_app.observability.health import health_report
 

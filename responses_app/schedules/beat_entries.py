@@ -19,7 +19,7 @@ from celery.schedules import crontab
 from django.utils import timezone
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule, PeriodicTask
 
-from responses_app.errors import InvalidRequest, invalid_type
+from responses_app.wire.errors import InvalidRequest, invalid_type
 
 RUN_SCHEDULED_TASK = "responses_app.tasks.run_scheduled_response"
 KINDS = ("cron", "every_seconds", "at")

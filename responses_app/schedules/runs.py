@@ -20,11 +20,12 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from responses_app import quotas, services
-from responses_app.errors import APIError, InvalidRequest
 from responses_app.models import RunStatus, ScheduledResponse, ScheduledRun
-from responses_app.services import CreateRequest
+from responses_app.services.create import create_response
+from responses_app.tenancy import quotas
 from responses_app.validation.create import parse_create_request
+from responses_app.validation.request import CreateRequest
+from responses_app.wire.errors import APIError, InvalidRequest
 
 log = logging.getLogger(__name__)
 SCHEDULE_METADATA_KEY = "scheduled_response_id"
@@ -88,7 +89,7 @@ def _run(schedule: ScheduledResponse, tick: datetime, manual: bool) -> Scheduled
         request = run_request(schedule.pk, schedule.request)
         quotas.check_requests_per_minute(schedule.tenant)
         with transaction.atomic():
-            run.response = services.create_response(schedule.tenant, request)
+            run.response = create_response(schedule.tenant, request)
         run.status = RunStatus.CREATED
     except APIError as error:
         run.status, run.reason = RunStatus.SKIPPED, error.message[:500]

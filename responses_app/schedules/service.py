@@ -15,15 +15,15 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 
-from responses_app.errors import InvalidRequest, NotFound, invalid_type
 from responses_app.models import Response, RunStatus, ScheduledResponse, ScheduledRun, Tenant
 from responses_app.models.schedules import new_schedule_id
-from responses_app.quotas import check_object_count
-from responses_app.request_body import body_fields
 from responses_app.schedules.beat_entries import next_run_at, parse_schedule, save_periodic_task
 from responses_app.schedules.runs import run_request
 from responses_app.selectors import render_response
-from responses_app.wire_objects import list_object
+from responses_app.tenancy.quotas import check_object_count
+from responses_app.wire.errors import InvalidRequest, NotFound, invalid_type
+from responses_app.wire.objects import list_object
+from responses_app.wire.request_body import body_fields
 
 MAX_NAME = 256
 FIELDS = ("name", "schedule", "request", "enabled")

@@ -15,12 +15,12 @@ from typing import Any
 from openai import BaseModel
 from openai.types import responses as types
 
-from responses_app import encrypted_reasoning
 from responses_app.harmony.encoding import token_bytes
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
-from responses_app.ids import new_id
+from responses_app.lib.ids import new_id
 from responses_app.models import Response, ResponseStatus
-from responses_app.wire_objects import public_item, response_object
+from responses_app.wire import encrypted_reasoning
+from responses_app.wire.objects import public_item, response_object
 
 # The lifecycle event that ends a stream for each terminal status. A cancelled response
 # ends with response.incomplete (status "cancelled"): the SDK parses it as a lifecycle

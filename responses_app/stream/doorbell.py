@@ -23,8 +23,8 @@ from django.conf import settings
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
 
-from responses_app.cooldown import Cooldown
-from responses_app.redis_client import shared_client
+from responses_app.lib.cooldown import Cooldown
+from responses_app.lib.redis_client import shared_client
 
 log = logging.getLogger(__name__)
 # Without a subscription (Redis unavailable) a listener polls this often.

@@ -25,8 +25,8 @@ from dataclasses import dataclass, replace
 from django.conf import settings
 
 from responses_app import selectors
-from responses_app.asyncdb import db, stream_db
-from responses_app.db_outage import DATABASE_DOWN, RETRY_INTERVAL_S
+from responses_app.lib.asyncdb import db, stream_db
+from responses_app.lib.db_outage import DATABASE_DOWN, RETRY_INTERVAL_S
 from responses_app.models import TERMINAL_STATUSES, Response
 from responses_app.observability import recorder
 from responses_app.stream import creates_first, doorbell, event_log

@@ -20,15 +20,15 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from responses_app import lanes
 from responses_app.conversations import turns
-from responses_app.daily_usage import add_to_daily_usage
 from responses_app.models import TERMINAL_STATUSES, OutputItem, Response, ResponseEvent
 from responses_app.observability import recorder
 from responses_app.selectors import output_items
+from responses_app.sessions import lanes
 from responses_app.stream import doorbell, event_log
 from responses_app.stream.builder import EventBuilder
 from responses_app.stream.sse import event_json
+from responses_app.tenancy.daily_usage import add_to_daily_usage
 from responses_app.webhooks import outbox
 
 EVENT_COLUMNS = f"{ResponseEvent._meta.db_table} (response_id, sequence_number, type, data, created_at)"
@@ -100,7 +100,7 @@ def end_response(
     The terminal event's response object is built from the same values the row gets
     (one ``completed_at``), so it equals what ``GET /v1/responses/{id}`` answers.
     ``on_end`` runs last in that transaction (the worker commits steering input to a
-    successor there); then the response's WebSocket lane moves on (lanes.py) and its
+    successor there); then the response's WebSocket lane moves on (sessions/lanes.py) and its
     items join its conversation (conversations/turns.py).
     """
     with transaction.atomic():

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from responses_app.errors import InvalidRequest, invalid_type
-from responses_app.request_body import body_fields
+from responses_app.wire.errors import InvalidRequest, invalid_type
+from responses_app.wire.request_body import body_fields
 
 MAX_NAME = 200
 MAX_EXPIRY_MINUTES = 7 * 24 * 60

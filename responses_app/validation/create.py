@@ -16,13 +16,11 @@ from django.conf import settings
 from openai.types.responses.response_create_params import ResponseCreateParamsBase
 from pydantic import ValidationError as PydanticValidationError
 
-from responses_app.compaction import InvalidCompaction, summary_of
-from responses_app.errors import InvalidRequest, invalid_type
+from responses_app.context.compaction import InvalidCompaction, summary_of
 from responses_app.harmony.client_tools import BY_CALL_TYPE, BY_OUTPUT_TYPE
-from responses_app.ids import new_id
-from responses_app.request_body import body_fields
-from responses_app.services import CreateRequest
+from responses_app.lib.ids import new_id
 from responses_app.validation.json_schema import check_json_schema
+from responses_app.validation.request import CreateRequest
 from responses_app.validation.sdk_types import check, strict_validator
 from responses_app.validation.tools import (
     approval_response_item,
@@ -30,7 +28,9 @@ from responses_app.validation.tools import (
     validate_tool_choice,
     validate_tools,
 )
-from responses_app.wire_objects import check_servable
+from responses_app.wire.errors import InvalidRequest, invalid_type
+from responses_app.wire.objects import check_servable
+from responses_app.wire.request_body import body_fields
 
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")
 MAX_METADATA_PAIRS = 16
@@ -62,7 +62,7 @@ MAX_CONTINUATION_ID = 256
 MAX_INTEGER = 2**31 - 1
 # Item ids are stored in columns of 64 characters (InputItem, ConversationItem).
 MAX_ITEM_ID_LENGTH = 64
-# What the stored items always hold and the wire leaves out unless asked (wire_objects.public_item).
+# What the stored items always hold and the wire leaves out unless asked (wire/objects.public_item).
 SUPPORTED_INCLUDE_VALUES = frozenset({"code_interpreter_call.outputs", "web_search_call.action.sources",
                                       "reasoning.encrypted_content", "message.output_text.logprobs"})
 # What vLLM returns per token at most (its max_logprobs), as OpenAI bounds top_logprobs.
@@ -357,7 +357,7 @@ def _include(value: Any) -> list[str]:
 def parse_input(value: Any, param: str = "input", references: bool = False) -> list[dict[str, Any]]:
     """``input`` as the input items a response stores (ids given where missing); also the
     items added to a conversation (``param`` names them in errors). ``references``: a
-    create's ``item_reference`` items are kept, for services.resolve_input."""
+    create's ``item_reference`` items are kept, for services/create.resolve_input."""
     if value is None:
         return []
     if isinstance(value, str):
@@ -369,7 +369,7 @@ def parse_input(value: Any, param: str = "input", references: bool = False) -> l
              for index, item in enumerate(value)]
     for index, item in enumerate(items):
         if not references and item.get("encrypted_content") and item["type"] == "reasoning":
-            # Opened where a create's input is resolved (services.resolve_input) only.
+            # Opened where a create's input is resolved (services/create.resolve_input) only.
             raise InvalidRequest("Reasoning with encrypted_content is accepted in a response's input only.",
                                  param=f"{param}[{index}].encrypted_content")
     return items
@@ -529,7 +529,7 @@ def _message_item(role: str, parts: list[dict[str, Any]], item_id: str | None) -
 
 def _reasoning_item(item: dict, param: str) -> dict[str, Any]:
     """A reasoning item; its ``encrypted_content`` is opened at create
-    (services.resolve_input), where the tenant it was sealed for is known."""
+    (services/create.resolve_input), where the tenant it was sealed for is known."""
     result: dict[str, Any] = {"id": _item_id(item, param, "rs"), "type": "reasoning", "summary": []}
     if item.get("encrypted_content") is not None:
         result["encrypted_content"] = item["encrypted_content"]

@@ -14,7 +14,7 @@ import re
 from functools import lru_cache
 from typing import Any
 
-from responses_app.errors import InvalidRequest
+from responses_app.wire.errors import InvalidRequest
 
 log = logging.getLogger(__name__)
 

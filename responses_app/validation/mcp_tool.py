@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from responses_app.errors import InvalidRequest, invalid_type
-from responses_app.tool_types import NAME_PATTERN
+from responses_app.wire.errors import InvalidRequest, invalid_type
+from responses_app.wire.tool_types import NAME_PATTERN
 from tools_app.url_guard import UrlRefused, check_url_offline
 
 APPROVAL_MODES = ("always", "never")

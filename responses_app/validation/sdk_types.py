@@ -27,7 +27,7 @@ from typing import Any
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import SchemaValidator, core_schema
 
-from responses_app.errors import InvalidRequest
+from responses_app.wire.errors import InvalidRequest
 
 # Union members are labelled with a leading NUL so that error locations can drop them:
 # no key of a valid JSON body holds a NUL (lib/json_input refuses it).

@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from responses_app.errors import InvalidRequest, invalid_type
 from responses_app.harmony.client_tools import CLIENT_TOOLS
-from responses_app.ids import new_id
-from responses_app.tool_types import NAME_PATTERN, WEB_SEARCH_TYPES
+from responses_app.lib.ids import new_id
 from responses_app.validation.json_schema import check_grammar
 from responses_app.validation.mcp_tool import validate_mcp_tool
+from responses_app.wire.errors import InvalidRequest, invalid_type
+from responses_app.wire.tool_types import NAME_PATTERN, WEB_SEARCH_TYPES
 
 # Harmony namespaces that tools of other kinds own: no namespace tool or MCP server may take them.
 RESERVED_NAMESPACES = frozenset({"functions", "python", "browser", "container"})

@@ -14,15 +14,15 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from responses_app.asyncdb import db
-from responses_app.errors import InvalidRequest, NotFound, invalid_type
+from responses_app.lib.asyncdb import db
 from responses_app.models import DeliveryStatus, Tenant, WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from responses_app.quotas import check_object_count
-from responses_app.request_body import body_fields, json_object
+from responses_app.tenancy.quotas import check_object_count
 from responses_app.webhooks import delivery
 from responses_app.webhooks.outbox import EVENT_TYPES, sample_delivery
 from responses_app.webhooks.signing import new_secret, secret_hint
-from responses_app.wire_objects import list_object
+from responses_app.wire.errors import InvalidRequest, NotFound, invalid_type
+from responses_app.wire.objects import list_object
+from responses_app.wire.request_body import body_fields, json_object
 from tools_app.url_guard import UrlRefused, check_url
 
 MAX_NAME = 256

@@ -20,7 +20,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError
 
-from responses_app.db_outage import DATABASE_DOWN, RETRY_INTERVAL_S, reconnect
+from responses_app.lib.db_outage import DATABASE_DOWN, RETRY_INTERVAL_S, reconnect
 from responses_app.models import Response, ResponseStatus
 from responses_app.stream.builder import EventBuilder
 from responses_app.stream.store import LeaseLost, end_response, save_events

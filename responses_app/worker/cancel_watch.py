@@ -1,5 +1,5 @@
 """One cancel-flag poll per worker process for every response that the process runs
-(and, with it, the steering flag: input queued over the WebSocket, steering.py).
+(and, with it, the steering flag: input queued over the WebSocket, sessions/steering.py).
 
 A response's task thread must notice a cancel within a second. Polling the row from
 each task thread costs one query per response every CANCEL_POLL_S; with tens of
@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from django.db import close_old_connections
 from django.db.models import Q
 
-from responses_app.db_outage import DATABASE_DOWN, reconnect
+from responses_app.lib.db_outage import DATABASE_DOWN, reconnect
 from responses_app.models import Response
 
 log = logging.getLogger(__name__)

@@ -1,6 +1,6 @@
 """Taking a queued response: a compare-and-set claim that makes one worker its writer, under
 a lease that the worker renews with every batch (stream/store.py) and the reaper recovers
-when it expires (services.reap_expired_leases)."""
+when it expires (services/recovery.reap_expired_leases)."""
 
 from __future__ import annotations
 

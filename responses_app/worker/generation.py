@@ -15,8 +15,8 @@ from typing import Any
 
 from django.conf import settings
 
-from responses_app import compaction
-from responses_app.conversation import ChainBroken, PromptTooLong, fit_prompt, response_history, response_prompt
+from responses_app.context import compaction
+from responses_app.context.history import ChainBroken, PromptTooLong, fit_prompt, response_history, response_prompt
 from responses_app.engines.base import EngineDead, SamplingParams
 from responses_app.engines.host import engine_host
 from responses_app.harmony.client_tools import CLIENT_TOOLS

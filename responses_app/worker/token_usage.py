@@ -1,5 +1,5 @@
 """The tokens one response used (its Response object's ``usage``). A tenant's daily totals
-are responses_app/daily_usage.py."""
+are responses_app/tenancy/daily_usage.py."""
 
 from __future__ import annotations
 

@@ -22,10 +22,10 @@ from django.db import close_old_connections, connection
 from openai.types import responses as types
 
 from responses_app.harmony.prompt import BROWSER_NAMESPACE, PYTHON_RECIPIENT
-from responses_app.ids import new_id
+from responses_app.lib.ids import new_id
 from responses_app.models import Response
 from responses_app.stream.builder import EventBuilder
-from responses_app.tool_types import WEB_SEARCH_TYPES
+from responses_app.wire.tool_types import WEB_SEARCH_TYPES
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

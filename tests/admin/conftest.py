@@ -7,9 +7,9 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission, User
 
-from responses_app import services
-from responses_app.api_keys import create_api_key
 from responses_app.models import Response, Tenant
+from responses_app.services.create import create_response
+from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
 
 OPERATOR_PASSWORD = "operator-pw-1"
@@ -51,4 +51,4 @@ def tenant(db) -> Tenant:
 def create(tenant: Tenant, django_capture_on_commit_callbacks: Any, **body: Any) -> Response:
     """A response made the way the API makes it; its on_commit enqueue is not run."""
     with django_capture_on_commit_callbacks(execute=False):
-        return services.create_response(tenant, parse_create_request({"model": "echo", "input": "Hello", **body}))
+        return create_response(tenant, parse_create_request({"model": "echo", "input": "Hello", **body}))

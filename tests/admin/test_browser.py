@@ -173,8 +173,8 @@ def test_a_view_only_staff_member_sees_no_buttons_and_a_forged_post_is_refused(c
 def test_an_operator_sets_tenant_limits_and_creates_a_key_that_is_shown_once(chromium, stack, db_access, admin_url):
     import openai
 
-    from responses_app.api_keys import KEY_PATTERN
     from responses_app.models import ApiKey, Tenant
+    from responses_app.tenancy.api_keys import KEY_PATTERN
 
     make_operator("key-operator")
     Tenant.objects.filter(name="acme").delete()

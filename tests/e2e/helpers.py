@@ -76,7 +76,7 @@ def new_tenant(prefix: str = "tenant", **limits: Any) -> str:
 
 
 def new_key(tenant: str, **options: Any) -> str:
-    from responses_app.api_keys import create_api_key
+    from responses_app.tenancy.api_keys import create_api_key
 
     return create_api_key(tenant, "test key", **options)[1]
 

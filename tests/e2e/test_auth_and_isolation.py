@@ -79,8 +79,8 @@ def alice_response_id(live_stack, alice_key) -> str:
 @pytest.fixture(scope="module")
 def revoked_key(live_stack, django_db_blocker) -> str:
     """A key of alice's tenant that worked, then was revoked."""
-    from responses_app.api_keys import create_api_key
     from responses_app.models import ApiKey
+    from responses_app.tenancy.api_keys import create_api_key
 
     with django_db_blocker.unblock():
         row, key = create_api_key("alice", "revoked in a test")

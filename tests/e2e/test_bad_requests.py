@@ -36,7 +36,7 @@ def assert_openai_error(response: httpx.Response, status: int, param: str | None
 
 @pytest.fixture(scope="module")
 def table_key(live_stack, django_db_blocker) -> str:
-    from responses_app.api_keys import create_api_key
+    from responses_app.tenancy.api_keys import create_api_key
 
     with django_db_blocker.unblock():
         return create_api_key(TABLE_TENANT, "bad request table")[1]

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import openai
 import pytest
 
-from responses_app.compaction import SUMMARY_PREFIX, summary_of
+from responses_app.context.compaction import SUMMARY_PREFIX, summary_of
 from responses_app.harmony.prompt import PromptRequest, render_prompt
 from tests.conftest import sdk_client
 from tests.e2e.helpers import new_key

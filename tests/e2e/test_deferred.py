@@ -44,7 +44,7 @@ def test_interactive_responses_created_while_deferred_ones_wait_are_served_first
     # free worker thread; this test dispatches at once): in order, they would be served first.
     waiting = [carol.responses.create(model="echo", input="Deferred job", background=True,
                                       background_options=DEFERRED).id for _ in range(3)]
-    from responses_app.deferred import dispatch_deferred
+    from responses_app.dispatch.deferred import dispatch_deferred
 
     with override_settings(DEFERRED_PROMOTE_BEFORE_S=float(STACK_ENV["DEFERRED_PROMOTE_BEFORE_S"])):
         dispatch_deferred()

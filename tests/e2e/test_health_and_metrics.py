@@ -18,7 +18,7 @@ from django.conf import settings
 from django.test import AsyncClient, override_settings
 from prometheus_client.parser import text_string_to_metric_families
 
-from responses_app import broker
+from responses_app.dispatch import broker
 from responses_app.models import Response
 from responses_app.observability import collector, metrics
 from responses_app.observability.recorder import Recorder

@@ -316,7 +316,7 @@ def test_stored_items_that_could_not_be_served_are_repaired_by_the_migration():
               "content": [{"type": "output_text", "text": "hi \ud800 there"}]}
     assert repaired(stored)["content"] == [
         {"type": "output_text", "text": "hi \ufffd there", "annotations": [], "logprobs": []}]
-    from responses_app.wire_objects import conversation_item_object, item_object
+    from responses_app.wire.objects import conversation_item_object, item_object
 
     assert item_object(repaired(stored)) and conversation_item_object(repaired(stored), [])
 
@@ -430,8 +430,8 @@ def test_uploads_waiting_for_a_running_code_call_hold_no_shared_thread(stack, ht
 
 
 def test_a_read_only_or_revoked_key_cannot_steer(stack, db_access, tenant):
-    from responses_app.api_keys import revoke_api_key
     from responses_app.models import ApiKey, Response
+    from responses_app.tenancy.api_keys import revoke_api_key
 
     session = f"steer-{uuid.uuid4().hex[:8]}"
     writer_key = new_key(tenant)

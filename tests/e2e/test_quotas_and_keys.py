@@ -180,8 +180,8 @@ def test_a_read_only_key_reads_and_streams_but_gets_403_on_create_cancel_and_del
 
 
 def test_an_expired_or_revoked_key_is_401_and_a_key_expiring_later_works(stack, db_access):
-    from responses_app.api_keys import revoke_api_key
     from responses_app.models import ApiKey
+    from responses_app.tenancy.api_keys import revoke_api_key
 
     tenant = new_tenant()
     expired = new_key(tenant, expires_at=timezone.now() - timedelta(seconds=1))

@@ -117,7 +117,7 @@ def test_input_tokens_count_equals_the_usage_of_a_vllm_turn_on_a_conversation(al
 
 
 def test_compaction_on_vllm_is_an_engine_turn_whose_answer_is_the_summary(alice, vllm_stack, db_access):
-    from responses_app.compaction import summary_of
+    from responses_app.context.compaction import summary_of
     from responses_app.models import Response
 
     first = alice.responses.create(model="tiny-trained", input=CAPITAL.input, **GREEDY)

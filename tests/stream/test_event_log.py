@@ -8,15 +8,16 @@ import asyncio
 
 import pytest
 
-from responses_app import services, task_queue
-from responses_app.api_keys import create_api_key
-from responses_app.asyncdb import db
+from responses_app.dispatch import task_queue
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
+from responses_app.lib.asyncdb import db
 from responses_app.models import EventLog, Response, ResponseEvent, ResponseStatus
+from responses_app.services.create import create_response
 from responses_app.stream import event_log
 from responses_app.stream.builder import EventBuilder
 from responses_app.stream.reader import follow_frames
 from responses_app.stream.store import end_response, save_batch
+from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
 from responses_app.worker.claim import claim
 
@@ -34,7 +35,7 @@ def no_broker(monkeypatch) -> None:
 def running_response(deltas: int) -> tuple[Response, EventBuilder]:
     """A claimed response whose worker has committed a message with ``deltas`` deltas."""
     tenant = create_api_key("switch")[0].tenant
-    created = services.create_response(tenant, parse_create_request({"model": "echo", "input": "hi"}))
+    created = create_response(tenant, parse_create_request({"model": "echo", "input": "hi"}))
     response = claim(created.pk, OWNER)
     builder = EventBuilder(response, next_sequence_number=1)
     builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)

@@ -14,12 +14,16 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from responses_app import selectors, services, task_queue
-from responses_app.api_keys import create_api_key
+from responses_app import selectors
+from responses_app.dispatch import task_queue
 from responses_app.harmony.parser import ContentDelta, MessageStarted
 from responses_app.models import OutputItem, Response, ResponseEvent, ResponseStatus, Tenant, TenantDailyUsage
+from responses_app.services.cancel import delete_response, request_cancel
+from responses_app.services.create import create_response
+from responses_app.services.recovery import reap_expired_leases
 from responses_app.stream.builder import TERMINAL_EVENT, EventBuilder
 from responses_app.stream.store import save_batch
+from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
 from responses_app.worker import run as worker_run
 from responses_app.worker.claim import claim
@@ -49,7 +53,7 @@ def no_broker(monkeypatch) -> None:
 
 
 def create(tenant: Tenant, **body: Any) -> Response:
-    return services.create_response(tenant, parse_create_request({"model": "echo", "input": ANSWER, **body}))
+    return create_response(tenant, parse_create_request({"model": "echo", "input": ANSWER, **body}))
 
 
 def assert_terminal_event_equals_get(response_id: str, status: str) -> dict[str, Any]:
@@ -86,7 +90,7 @@ def test_incomplete_at_max_output_tokens(tenant):
 
 def test_cancelled_while_queued(tenant):
     response = create(tenant, background=True)
-    services.request_cancel(response)
+    request_cancel(response)
     announced = assert_terminal_event_equals_get(response.pk, ResponseStatus.CANCELLED)
     assert announced["output"] == [] and announced["usage"] is None
 
@@ -94,7 +98,7 @@ def test_cancelled_while_queued(tenant):
 def test_cancelled_while_running_by_its_worker(tenant, monkeypatch):
     def claim_then_cancel(response_id: str, owner: str) -> Response | None:
         claimed = claim(response_id, owner)
-        services.request_cancel(Response.objects.get(pk=response_id))  # running: only the flag is set
+        request_cancel(Response.objects.get(pk=response_id))  # running: only the flag is set
         return claimed
 
     monkeypatch.setattr(worker_run, "claim", claim_then_cancel)
@@ -140,7 +144,7 @@ def test_ended_by_the_reaper_when_its_worker_is_lost(tenant, cancel_requested, s
     Response.objects.filter(pk=running.pk).update(cancel_requested=cancel_requested,
                                                   lease_expires_at=timezone.now() - timedelta(minutes=1))
 
-    services.reap_expired_leases()
+    reap_expired_leases()
 
     announced = assert_terminal_event_equals_get(response.pk, status)
     assert announced["output"][0]["status"] == "incomplete"
@@ -150,6 +154,6 @@ def test_ended_by_the_reaper_when_its_worker_is_lost(tenant, cancel_requested, s
 def test_deleting_a_running_response_ends_it_first_so_that_it_is_counted(tenant):
     response = create(tenant)
     claim(response.pk, "worker-a")
-    services.delete_response(Response.objects.get(pk=response.pk))
+    delete_response(Response.objects.get(pk=response.pk))
     assert not Response.objects.filter(pk=response.pk).exists()
     assert TenantDailyUsage.objects.get(tenant=tenant).responses == 1

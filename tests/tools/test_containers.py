@@ -13,8 +13,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from responses_app.api_keys import create_api_key
 from responses_app.models import Tenant
+from responses_app.tenancy.api_keys import create_api_key
 from tools_app import tasks
 from tools_app.container_files import open_file, upload_file
 from tools_app.containers import (

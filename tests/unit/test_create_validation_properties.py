@@ -17,10 +17,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from responses_app.errors import InvalidRequest
-from responses_app.lib.json_input import loads
 from responses_app.validation.create import parse_create_request
-from responses_app.wire_objects import conversation_item_object, item_object
+from responses_app.wire.errors import InvalidRequest
+from responses_app.wire.json_input import loads
+from responses_app.wire.objects import conversation_item_object, item_object
 
 MAX_DEPTH = 64
 # Every character, lone surrogates and NUL included.

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from responses_app.truncation import fit, without_orphans
+from responses_app.context.truncation import fit, without_orphans
 
 
 def message(text: str) -> dict:

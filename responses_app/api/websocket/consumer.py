@@ -23,20 +23,22 @@ import redis.asyncio as aioredis
 from channels.generic.websocket import AsyncWebsocketConsumer
 from django.conf import settings
 
-from responses_app import quotas, services, socket_sessions, steering
 from responses_app.api.websocket.cursors import SentCursors
 from responses_app.api.websocket.lane import Lane
 from responses_app.api.websocket.messages import error_event, steer_accepted, steer_failed
 from responses_app.api.websocket.presence import SessionPresence
-from responses_app.api_keys import Caller, authenticate_bearer
-from responses_app.asyncdb import db
-from responses_app.errors import APIError, InvalidRequest, PermissionDenied, ServerError, invalid_type
-from responses_app.lib import json_input
+from responses_app.lib.asyncdb import db
 from responses_app.models import Response, ResponseSteer
+from responses_app.services.create import create_response
+from responses_app.sessions import sockets, steering
 from responses_app.stream.event_log import Frames
 from responses_app.stream.sse import sse_frame
+from responses_app.tenancy import quotas
+from responses_app.tenancy.api_keys import Caller, authenticate_bearer
 from responses_app.validation.create import MAX_INTEGER, parse_create_request
 from responses_app.validation.steer import SteerRequest, parse_steer
+from responses_app.wire import json_input
+from responses_app.wire.errors import APIError, InvalidRequest, PermissionDenied, ServerError, invalid_type
 
 log = logging.getLogger(__name__)
 # Close codes the SDK's reconnect does not retry (Autobahn, under Daphne, lets a server
@@ -76,7 +78,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         self.held_response = ""
         if session:
             self.cursors = {**await self.sent_cursors.load(), **seen}
-            starts = await db(socket_sessions.resume)(self.caller.tenant, self.session, self.socket_id, self.cursors)
+            starts = await db(sockets.resume)(self.caller.tenant, self.session, self.socket_id, self.cursors)
             for start in starts:
                 self._lane(start.stream_id).follow(start.response_id)
 
@@ -86,7 +88,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         for lane in self.lanes.values():
             lane.stop()
         if not await self.presence.leave():
-            await db(socket_sessions.detach)(self.caller.tenant, self.session)
+            await db(sockets.detach)(self.caller.tenant, self.session)
         await self.redis.aclose()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
@@ -169,7 +171,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         request.socket_session, request.stream_id, request.socket_id = self.session, stream_id, self.socket_id
         request.socket_held_response, request.generate = self.held_response, generate
         request.joins_lane = generate  # nothing runs: it neither waits for the lane nor holds it
-        return services.create_response(caller.tenant, request)
+        return create_response(caller.tenant, request)
 
     async def _steer(self, event: dict[str, Any]) -> None:
         target = event.get("previous_response_id")

@@ -9,10 +9,11 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from responses_app import lanes, selectors, steering
+from responses_app import selectors
 from responses_app.api.websocket.messages import steer_failed, steer_pending, stream_messages
-from responses_app.asyncdb import db
+from responses_app.lib.asyncdb import db
 from responses_app.models import EventNames, SteerState
+from responses_app.sessions import lanes, steering
 from responses_app.stream.event_log import Frames
 from responses_app.stream.event_names import named
 from responses_app.stream.reader import follow_frames

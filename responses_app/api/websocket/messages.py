@@ -8,9 +8,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from responses_app.errors import APIError
 from responses_app.models import ResponseSteer
 from responses_app.stream.builder import TERMINAL_EVENT_TYPES
+from responses_app.wire.errors import APIError
 
 DATA_MARK = b"\ndata: "
 

@@ -18,7 +18,7 @@ import time
 import redis.asyncio as aioredis
 from django.conf import settings
 
-from responses_app.socket_sessions import presence_key
+from responses_app.sessions.sockets import presence_key
 
 log = logging.getLogger(__name__)
 

@@ -14,9 +14,9 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from responses_app.api_keys import authenticate_bearer, create_api_key
-from responses_app.errors import AuthenticationFailed
 from responses_app.models import Tenant
+from responses_app.tenancy.api_keys import authenticate_bearer, create_api_key
+from responses_app.wire.errors import AuthenticationFailed
 
 TENANT = "demo"
 KEY_NAME = "demo"

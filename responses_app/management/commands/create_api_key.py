@@ -5,8 +5,8 @@ from datetime import timedelta
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from responses_app.api_keys import create_api_key
 from responses_app.models import ApiKeyScope, EventNames
+from responses_app.tenancy.api_keys import create_api_key
 
 
 class Command(BaseCommand):

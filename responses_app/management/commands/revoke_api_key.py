@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
-from responses_app.api_keys import prefix_of, revoke_api_key
 from responses_app.models import ApiKey
+from responses_app.tenancy.api_keys import prefix_of, revoke_api_key
 
 
 class Command(BaseCommand):

@@ -13,8 +13,8 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Exists, OuterRef
 
+from responses_app.dispatch.task_queue import try_enqueue
 from responses_app.models import ACTIVE_STATUSES, DeferredState, Response, ResponseSteer, SteerState
-from responses_app.task_queue import try_enqueue
 
 NOT_ACTIVE = "response_not_active"
 

@@ -18,8 +18,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from responses_app.errors import AuthenticationFailed
 from responses_app.models import ApiKey, ApiKeyScope, EventNames, Tenant
+from responses_app.wire.errors import AuthenticationFailed
 
 KEY_PATTERN = re.compile(r"^sk-([a-z0-9]{12})-([A-Za-z0-9_\-]{32,128})$")
 LAST_USED_RESOLUTION_S = 60

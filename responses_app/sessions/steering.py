@@ -5,7 +5,7 @@ flag under the response's row lock, so the server owns it from the acceptance on
 worker or web restart loses nothing. The worker's cancel watch sees the flag and ends
 the response ``incomplete`` (reason ``steered``) after its next reasoning item; in that
 terminal transaction the services commit the queued input to a successor
-(services.continue_steered), keep it pending while the response waits for client-owned
+(services/steered.continue_steered), keep it pending while the response waits for client-owned
 tool output (the explicit create that follows takes it: ``take_pending``), or fail it
 (lanes.response_ended). The socket reports each outcome after the response's terminal
 event (``outcomes``).

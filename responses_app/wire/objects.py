@@ -9,8 +9,8 @@ from openai.types.responses import CompactedResponse, ResponseItem
 from openai.types.responses import Response as ResponseObject
 from pydantic import TypeAdapter, ValidationError
 
-from responses_app import encrypted_reasoning
 from responses_app.models import Response
+from responses_app.wire import encrypted_reasoning
 
 _ITEM_ADAPTER: TypeAdapter = TypeAdapter(ResponseItem)
 _CONVERSATION_ITEM_ADAPTER: TypeAdapter = TypeAdapter(ConversationItem)

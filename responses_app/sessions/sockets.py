@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from django.db import transaction
 from django.utils import timezone
 
+from responses_app.lib.redis_client import shared_client
 from responses_app.models import ACTIVE_STATUSES, Response, Tenant
-from responses_app.redis_client import shared_client
 
 
 def presence_key(tenant_id: int, session: str) -> str:
@@ -59,6 +59,6 @@ def resume(tenant: Tenant, session: str, socket_id: str, seen: dict[str, int]) -
 
 def detach(tenant: Tenant, session: str) -> None:
     """The session's last socket went away: its running responses wait WS_RESUME_GRACE_S
-    for another socket of the session (services.cancel_detached cancels the foreground ones)."""
+    for another socket of the session (services/recovery.cancel_detached cancels the foreground ones)."""
     Response.objects.filter(tenant=tenant, socket_session=session, status__in=ACTIVE_STATUSES).update(
         detached_at=timezone.now())

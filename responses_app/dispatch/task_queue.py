@@ -14,7 +14,7 @@ from celery import current_app
 from django.conf import settings
 from django.utils import timezone
 
-from responses_app.cooldown import Cooldown
+from responses_app.lib.cooldown import Cooldown
 from responses_app.models import Response
 
 log = logging.getLogger(__name__)

@@ -8,7 +8,7 @@
   (429 + Retry-After), checked inside the create transaction so that two concurrent
   creates cannot both take the last slot.
 
-The other two are applied by services.create_response, whoever creates (the API, an
+The other two are applied by services/create.create_response, whoever creates (the API, an
 operator's re-run). Defaults for every tenant, from settings: TENANT_MAX_CONCURRENT_FOREGROUND
 foreground responses at once (429), TENANT_MAX_SCHEDULES schedules and
 TENANT_MAX_WEBHOOK_ENDPOINTS webhook endpoints (400 on the create past them).
@@ -26,9 +26,9 @@ import redis
 from django.conf import settings
 from django.db.models import QuerySet
 
-from responses_app.errors import InvalidRequest, RateLimited
+from responses_app.lib.redis_client import shared_client
 from responses_app.models import ACTIVE_STATUSES, Response, Tenant
-from responses_app.redis_client import shared_client
+from responses_app.wire.errors import InvalidRequest, RateLimited
 
 log = logging.getLogger(__name__)
 

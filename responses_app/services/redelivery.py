@@ -24,10 +24,10 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from responses_app import broker
+from responses_app.dispatch import broker
+from responses_app.dispatch.task_queue import try_enqueue
 from responses_app.models import ACTIVE_STATUSES, DeferredState, Response, ResponseStatus
 from responses_app.stream.store import end_response
-from responses_app.task_queue import try_enqueue
 
 log = logging.getLogger(__name__)
 # A response created this long ago that is not marked enqueued (its create's send failed
@@ -37,9 +37,9 @@ log = logging.getLogger(__name__)
 ENQUEUE_GRACE_S = 2.0
 # The sweep looks at this many waiting responses per model at most (the newest first).
 MAX_WAITING = 10_000
-# Responses that wait by design: deferred ones (deferred.py), which the dispatcher sends
+# Responses that wait by design: deferred ones (dispatch/deferred.py), which the dispatcher sends
 # and whose lost low-priority message is made good by their promotion, and a WebSocket
-# lane's, sent when the response before them ends (lanes.py).
+# lane's, sent when the response before them ends (sessions/lanes.py).
 NOT_YET_DUE = (DeferredState.WAITING, DeferredState.RELEASED, DeferredState.LANE)
 
 

@@ -27,7 +27,7 @@ from typing import ParamSpec, TypeVar
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from responses_app.db_outage import reconnect
+from responses_app.lib.db_outage import reconnect
 
 P = ParamSpec("P")
 T = TypeVar("T")

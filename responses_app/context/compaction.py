@@ -5,7 +5,7 @@ The summary travels in the item's ``encrypted_content``: signed with Django's si
 (DJANGO_SECRET_KEY, with SECRET_KEY_FALLBACKS during a rotation), not encrypted, since
 gpt-oss shows its reasoning anyway. A compaction item passed back as input must carry a
 signature this server made; its prompt is a developer message with the summary, where
-the item stands (conversation.prompt_request).
+the item stands (context/history.prompt_request).
 """
 
 from __future__ import annotations
@@ -15,7 +15,11 @@ from typing import Any
 from django.core import signing
 
 from responses_app.engines.base import SUMMARY_REQUEST
-from responses_app.ids import new_id
+from responses_app.lib.ids import new_id
+from responses_app.models import Response, ResponseStatus
+from responses_app.selectors import output_items
+from responses_app.wire.errors import CompactionFailed
+from responses_app.wire.objects import compacted_object
 
 SALT = "responses.compaction"
 SUMMARY_PREFIX = "Summary of the earlier conversation, written by you when it was compacted:\n"
@@ -64,3 +68,14 @@ def as_prompt_item(item: dict[str, Any]) -> dict[str, Any]:
         return item
     return {"type": "message", "role": "developer", "id": item["id"],
             "content": [{"type": "input_text", "text": SUMMARY_PREFIX + summary_of(item)}]}
+
+
+def compacted_response(turn: Response, kept: list[dict[str, Any]]) -> dict[str, Any]:
+    """The response.compaction object of a finished summarization turn (services/create.start_compaction):
+    the kept items, then a compaction item with the turn's final answer as its summary."""
+    answers = [item for item in output_items(turn) if item.get("type") == "message"]
+    summary = "".join(part.get("text", "") for item in answers for part in item.get("content", []))
+    if turn.status not in (ResponseStatus.COMPLETED, ResponseStatus.INCOMPLETE) or not summary.strip():
+        why = f": {turn.error['message']}" if turn.error else ""
+        raise CompactionFailed(f"The model did not write a summary (its turn ended {turn.status}{why}).")
+    return compacted_object(turn, [*kept, compaction_item(summary)])

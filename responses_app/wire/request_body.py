@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from responses_app.errors import InvalidRequest
+from responses_app.wire.errors import InvalidRequest
 
 
 def json_object(body: Any) -> dict[str, Any]:

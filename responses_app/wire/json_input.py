@@ -14,7 +14,7 @@ import json
 import re
 from typing import Any
 
-from responses_app.errors import InvalidRequest
+from responses_app.wire.errors import InvalidRequest
 
 # Characters no stored or rendered text may hold: NUL (PostgreSQL) and any surrogate (a
 # valid pair is decoded into one astral character, so a surrogate left in a str is lone).

@@ -24,8 +24,8 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
+from responses_app.dispatch.task_queue import DEFERRED_PRIORITY, INTERACTIVE_PRIORITY, try_enqueue
 from responses_app.models import ACTIVE_STATUSES, DeferredState, Response, ResponseStatus
-from responses_app.task_queue import DEFERRED_PRIORITY, INTERACTIVE_PRIORITY, try_enqueue
 
 log = logging.getLogger(__name__)
 DEFERRED_RELEASED_AHEAD = 16

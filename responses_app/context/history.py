@@ -13,12 +13,13 @@ from typing import Any
 
 from django.conf import settings
 
-from responses_app import selectors, truncation
-from responses_app.compaction import as_prompt_item, compacted
+from responses_app import selectors
+from responses_app.context import truncation
+from responses_app.context.compaction import as_prompt_item, compacted
 from responses_app.conversations.items import history as conversation_items
-from responses_app.errors import InvalidRequest
 from responses_app.harmony.prompt import PromptError, PromptRequest, render_prompt
 from responses_app.models import Response
+from responses_app.wire.errors import InvalidRequest
 
 
 class ChainBroken(Exception):
@@ -90,7 +91,7 @@ def fit_prompt(model: str, params: dict[str, Any], items: list[dict[str, Any]], 
                day: date) -> tuple[list[int], int]:
     """(prompt, history items dropped): the whole prompt when it fits the model's context;
     else, with truncation "auto", the prompt less the fewest items from the start of
-    ``items`` (truncation.py); else PromptTooLong."""
+    ``items`` (context/truncation.py); else PromptTooLong."""
     def render(kept: list[dict[str, Any]]) -> list[int]:
         return render_prompt(prompt_request(params, kept, day))
 

@@ -1,0 +1,81 @@
+"""What the beat tasks recover: responses whose worker vanished, foreground responses whose
+WebSocket went away, and ended store=false responses."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+
+from django.conf import settings
+from django.db.models import Q
+from django.utils import timezone
+
+from responses_app.dispatch.task_queue import try_enqueue
+from responses_app.models import (
+    ACTIVE_STATUSES,
+    TERMINAL_STATUSES,
+    OutputItem,
+    Response,
+    ResponseStatus,
+)
+from responses_app.services.cancel import request_cancel
+from responses_app.sessions import sockets
+from responses_app.stream.store import end_response
+
+log = logging.getLogger(__name__)
+
+
+def reap_expired_leases() -> dict[str, int]:
+    """Recover responses whose worker vanished (its lease expired). (Queued responses
+    whose message was lost are services/redelivery.py's.)
+
+    One that had emitted nothing beyond its lifecycle events is re-queued (the retry
+    starts from scratch); one that had streamed output, or used up its attempts, is failed
+    with a clear error and a terminal event, so no response stays in_progress forever.
+    """
+    now = timezone.now()
+    counts = {"requeued": 0, "failed": 0}
+    expired = Response.objects.filter(status=ResponseStatus.IN_PROGRESS, lease_expires_at__lt=now)
+    for response in expired.only("id", "model", "attempts", "cancel_requested"):
+        has_output = OutputItem.objects.filter(response_id=response.pk).exists()
+        if not has_output and not response.cancel_requested and response.attempts < settings.RESPONSE_MAX_ATTEMPTS:
+            requeued = Response.objects.filter(pk=response.pk, status=ResponseStatus.IN_PROGRESS,
+                                               lease_expires_at__lt=now).update(
+                status=ResponseStatus.QUEUED, lease_owner="", lease_expires_at=None, enqueued_at=None)
+            if requeued:
+                counts["requeued"] += 1
+                log.warning("re-queued %s after its worker was lost", response.pk)
+                try_enqueue(response)
+            continue
+        status = ResponseStatus.CANCELLED if response.cancel_requested else ResponseStatus.FAILED
+        error = None if response.cancel_requested else {
+            "code": "server_error",
+            "message": "The worker running this response stopped unexpectedly; the response was ended.",
+        }
+        if end_response(response.pk, status, error=error, only_if_lease_expired_before=now):
+            counts["failed"] += 1
+            log.warning("failed %s after its worker was lost", response.pk)
+    return counts
+
+def cancel_detached() -> int:
+    """Cancel the foreground responses whose WebSocket went away more than
+    WS_RESUME_GRACE_S ago and that no socket has resumed since, as an SSE client's
+    hang-up cancels its response. Returns how many."""
+    cutoff = timezone.now() - timedelta(seconds=settings.WS_RESUME_GRACE_S)
+    stranded = list(Response.objects.filter(detached_at__lt=cutoff, background=False, status__in=ACTIVE_STATUSES))
+    for response in stranded:
+        request_cancel(response)
+    return len(stranded)
+
+def purge_unstored_responses() -> int:
+    """Delete store=false responses that ended more than UNSTORED_RETENTION_S ago, but
+    those of a WebSocket session with a live socket: it may continue them."""
+    cutoff = timezone.now() - timedelta(seconds=settings.UNSTORED_RETENTION_S)
+    ended = Response.objects.filter(store=False, status__in=TERMINAL_STATUSES, completed_at__lt=cutoff)
+    sessions = set(ended.exclude(socket_session="").values_list("tenant_id", "socket_session").distinct())
+    live = [Q(tenant_id=tenant_id, socket_session=session) for tenant_id, session in sessions
+            if sockets.is_live(tenant_id, session)]
+    for keep in live:
+        ended = ended.exclude(keep)
+    deleted, _ = ended.delete()
+    return deleted

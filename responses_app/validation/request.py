@@ -1,0 +1,37 @@
+"""The create request, as validation makes it and the services store it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass
+class CreateRequest:
+    """A validated create request. ``params`` is what the Response row stores and echoes."""
+
+    model: str
+    input_items: list[dict[str, Any]]
+    stream: bool
+    background: bool
+    store: bool
+    previous_response_id: str | None
+    params: dict[str, Any] = field(default_factory=dict)
+    # background_options: "soonest" runs now; "2h" / "8h" are deferred (dispatch/deferred.py).
+    completion_window: str = "soonest"
+    continuation_id: str = ""
+    # conversation=: its items are the prompt's history and it gets this response's items.
+    conversation_id: str = ""
+    # Over the Responses WebSocket: the socket session and lane (stream_id) the response
+    # belongs to and the socket following it. ``joins_lane``: it waits behind the lane's
+    # running response (a steered successor runs next instead: continue_steered).
+    socket_session: str = ""
+    stream_id: str = ""
+    socket_id: str = ""
+    joins_lane: bool = True
+    # The store=false response its socket holds (the last one it created), which it may
+    # continue as an Open Responses WebSocket does; "" over HTTP.
+    socket_held_response: str = ""
+    # generate=false (WebSocket): the response is stored with its input and completes at
+    # once with no output, for a later previous_response_id (Codex's prewarm).
+    generate: bool = True
