@@ -10,7 +10,6 @@ from responses_app.engines import control, startup  # noqa: F401  (an inspect co
 from responses_app.schedules import runs as schedule_runs
 from responses_app.schedules.beat_entries import RUN_SCHEDULED_TASK
 from responses_app.services import recovery, redelivery
-from responses_app.services.steered import continue_steered
 from responses_app.stream import event_log
 from responses_app.tenancy import retention
 from responses_app.webhooks import delivery as webhook_delivery
@@ -20,7 +19,7 @@ from responses_app.worker import run as worker
 @shared_task(name=RUN_RESPONSE_TASK, acks_late=False,
              Request="responses_app.worker.delivery:ResponseTaskRequest")
 def run_response(response_id: str) -> None:
-    worker.run_response(response_id, on_end=continue_steered)
+    worker.run_response(response_id)
 
 
 @shared_task(name="responses_app.tasks.reap_expired_leases")

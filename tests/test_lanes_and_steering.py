@@ -11,10 +11,9 @@ import pytest
 from responses_app.dispatch import task_queue
 from responses_app.models import DeferredState, OutputItem, Response, ResponseStatus, ResponseSteer, SteerState, Tenant
 from responses_app.services.create import create_response
+from responses_app.services.ended import end_response
 from responses_app.services.recovery import cancel_detached
-from responses_app.services.steered import continue_steered
 from responses_app.sessions import steering
-from responses_app.stream.store import end_response
 from responses_app.validation.create import parse_create_request
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
@@ -75,8 +74,7 @@ def test_a_steered_response_s_successor_takes_the_input_in_order_and_runs_before
     steers = [steer(tenant, parent, "First"), steer(tenant, parent, "Second")]
     assert Response.objects.get(pk=parent.pk).steer_requested
     with django_capture_on_commit_callbacks(execute=True):
-        end_response(parent.pk, ResponseStatus.INCOMPLETE, incomplete_details={"reason": "steered"},
-                     on_end=continue_steered)
+        end_response(parent.pk, ResponseStatus.INCOMPLETE, incomplete_details={"reason": "steered"})
     successor = Response.objects.get(pk=ResponseSteer.objects.get(pk=steers[0].pk).successor_id)
     assert [s.state for s in ResponseSteer.objects.filter(response=parent)] == [SteerState.COMMITTED] * 2
     assert successor.previous_response_id == parent.pk and successor.request["instructions"] == "Be brief."
@@ -95,7 +93,7 @@ def test_steering_input_waits_for_the_explicit_continuation_after_a_function_cal
                               status="completed", data={"id": "fc_1", "type": "function_call", "call_id": "call_1",
                                                         "name": "get_weather", "arguments": "{}"})
     pending = steer(tenant, parent, "Also this")
-    end_response(parent.pk, ResponseStatus.COMPLETED, on_end=continue_steered)
+    end_response(parent.pk, ResponseStatus.COMPLETED)
     assert ResponseSteer.objects.get(pk=pending.pk).state == SteerState.PENDING
     [outcome] = steering.outcomes(Response.objects.get(pk=parent.pk))
     assert outcome.required_input == [{"type": "function_call_output", "call_id": "call_1", "name": "get_weather"}]
@@ -112,7 +110,7 @@ def test_input_queued_for_a_response_that_fails_or_is_cancelled_is_handed_back(t
         response = on_lane(tenant)
         running(response)
         queued = steer(tenant, response, "Too late")
-        end_response(response.pk, status, on_end=continue_steered)
+        end_response(response.pk, status)
         failed = ResponseSteer.objects.get(pk=queued.pk)
         assert (failed.state, failed.error_code) == (SteerState.FAILED, "response_not_active")
         assert [o.steer.pk for o in steering.outcomes(Response.objects.get(pk=response.pk))] == [queued.pk]

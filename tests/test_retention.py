@@ -15,7 +15,7 @@ from django.utils import timezone
 from responses_app import selectors
 from responses_app.models import EventLog, InputItem, OutputItem, Response, ResponseEvent, ResponseStatus, Tenant
 from responses_app.services.create import create_response
-from responses_app.stream.store import end_response
+from responses_app.services.ended import end_response
 from responses_app.tenancy import retention
 from responses_app.validation.create import parse_create_request
 from responses_app.wire.errors import NotFound

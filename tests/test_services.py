@@ -23,16 +23,17 @@ from responses_app.harmony.prompt import render_prompt
 from responses_app.models import InputItem, OutputItem, Response, ResponseEvent, ResponseStatus, Tenant
 from responses_app.services.cancel import delete_response, request_cancel
 from responses_app.services.create import create_response
+from responses_app.services.ended import end_response
 from responses_app.services.recovery import purge_unstored_responses, reap_expired_leases
 from responses_app.stream.builder import EventBuilder
-from responses_app.stream.store import LeaseLost, end_response, save_batch
+from responses_app.stream.store import LeaseLost, save_batch
 from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
 from responses_app.wire.errors import InvalidRequest, NotFound
+from responses_app.wire.usage import Usage
 from responses_app.worker.cancel_watch import CancelWatch
 from responses_app.worker.claim import claim
 from responses_app.worker.run import run_response
-from responses_app.worker.token_usage import Usage
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
 

@@ -27,10 +27,9 @@ from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
 from responses_app.admin import display, live_tail
-from responses_app.models import InputItem, OutputItem, Response
+from responses_app.models import TERMINAL_EVENT_TYPES, InputItem, OutputItem, Response
 from responses_app.services.cancel import delete_response, request_cancel, rerun_response
 from responses_app.stream import event_log
-from responses_app.stream.builder import TERMINAL_EVENT_TYPES
 from responses_app.wire.errors import APIError
 
 EVENTS_PER_PAGE = 100

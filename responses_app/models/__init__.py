@@ -4,7 +4,10 @@ schedules."""
 from responses_app.models.conversations import Conversation, ConversationItem
 from responses_app.models.responses import (
     ACTIVE_STATUSES,
+    TERMINAL_EVENT_TYPES,
+    TERMINAL_EVENTS,
     TERMINAL_STATUSES,
+    WEBHOOK_EVENTS,
     ApiKey,
     ApiKeyScope,
     DeferredState,
@@ -24,8 +27,9 @@ from responses_app.models.steering import ResponseSteer, SteerState
 from responses_app.models.webhooks import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = [
-    "ACTIVE_STATUSES", "TERMINAL_STATUSES", "ApiKey", "ApiKeyScope", "Conversation", "ConversationItem",
-    "DeferredState", "DeliveryStatus", "EventLog", "EventNames", "InputItem", "OutputItem", "Response", "ResponseEvent",
-    "ResponseStatus", "ResponseSteer", "RunStatus", "ScheduledResponse", "ScheduledRun", "SteerState", "Tenant",
-    "TenantDailyUsage", "WebhookAttempt", "WebhookDelivery", "WebhookEndpoint", "new_response_id",
+    "ACTIVE_STATUSES", "TERMINAL_EVENTS", "TERMINAL_EVENT_TYPES", "TERMINAL_STATUSES", "WEBHOOK_EVENTS", "ApiKey",
+    "ApiKeyScope", "Conversation", "ConversationItem", "DeferredState", "DeliveryStatus", "EventLog", "EventNames",
+    "InputItem", "OutputItem", "Response", "ResponseEvent", "ResponseStatus", "ResponseSteer", "RunStatus",
+    "ScheduledResponse", "ScheduledRun", "SteerState", "Tenant", "TenantDailyUsage", "WebhookAttempt",
+    "WebhookDelivery", "WebhookEndpoint", "new_response_id",
 ]

@@ -78,6 +78,23 @@ TERMINAL_STATUSES = frozenset(
     {ResponseStatus.COMPLETED, ResponseStatus.FAILED, ResponseStatus.INCOMPLETE, ResponseStatus.CANCELLED}
 )
 ACTIVE_STATUSES = (ResponseStatus.QUEUED, ResponseStatus.IN_PROGRESS)
+# The lifecycle event that ends a stream for each terminal status. A cancelled response
+# ends with response.incomplete (status "cancelled"): the SDK parses it as a lifecycle
+# event and its strict accumulator accepts it, whereas there is no response.cancelled.
+TERMINAL_EVENTS = {
+    ResponseStatus.COMPLETED: "response.completed",
+    ResponseStatus.FAILED: "response.failed",
+    ResponseStatus.INCOMPLETE: "response.incomplete",
+    ResponseStatus.CANCELLED: "response.incomplete",
+}
+TERMINAL_EVENT_TYPES = frozenset(TERMINAL_EVENTS.values())
+# The webhook event of each terminal status: unlike a stream, webhooks have response.cancelled.
+WEBHOOK_EVENTS = {
+    ResponseStatus.COMPLETED: "response.completed",
+    ResponseStatus.FAILED: "response.failed",
+    ResponseStatus.CANCELLED: "response.cancelled",
+    ResponseStatus.INCOMPLETE: "response.incomplete",
+}
 
 
 class DeferredState(models.TextChoices):

@@ -11,8 +11,8 @@ from responses_app.models import (
 )
 from responses_app.selectors import input_items
 from responses_app.services.create import create_response
+from responses_app.services.ended import end_response
 from responses_app.stream import doorbell
-from responses_app.stream.store import end_response
 from responses_app.validation.request import CreateRequest
 
 

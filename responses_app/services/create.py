@@ -29,13 +29,12 @@ from responses_app.models import (
 from responses_app.selectors import referenced_item
 from responses_app.sessions import lanes, steering
 from responses_app.stream.builder import EventBuilder
-from responses_app.stream.store import end_response, insert_events
+from responses_app.stream.store import insert_events
 from responses_app.tenancy import quotas
 from responses_app.tenancy.retention import unexpired
 from responses_app.validation.request import CreateRequest
 from responses_app.wire.encrypted_reasoning import Unsealable, reasoning_content
 from responses_app.wire.errors import InvalidRequest, NotFound
-from responses_app.worker.token_usage import Usage
 
 
 def create_response(tenant: Tenant, request: CreateRequest) -> Response:
@@ -96,9 +95,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
         builder.lifecycle("response.created", status=ResponseStatus.QUEUED)
         events, _ = builder.drain()
         insert_events(response, events)
-        if not request.generate:
-            end_response(response.pk, ResponseStatus.COMPLETED, usage=Usage().as_dict())
-        elif not waits:
+        if not waits:
             transaction.on_commit(lambda: _send_created(response))
     response.created_event = events[0]
     return response

@@ -19,8 +19,8 @@ from responses_app.models import (
     ResponseStatus,
 )
 from responses_app.services.cancel import request_cancel
+from responses_app.services.ended import end_response
 from responses_app.sessions import sockets
-from responses_app.stream.store import end_response
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from django.utils import timezone
 from responses_app.dispatch import broker
 from responses_app.dispatch.task_queue import try_enqueue
 from responses_app.models import ACTIVE_STATUSES, DeferredState, Response, ResponseStatus
-from responses_app.stream.store import end_response
+from responses_app.services.ended import end_response
 
 log = logging.getLogger(__name__)
 # A response created this long ago that is not marked enqueued (its create's send failed

@@ -18,7 +18,7 @@ from responses_app.wire.errors import APIError
 
 
 def continue_steered(response: Response) -> None:
-    """The worker's ``on_end`` (inside the terminal transaction of ``response``): the
+    """After ``response`` ended, in its terminal transaction (services/ended.py): the
     steering input queued for it becomes the input of a successor that inherits its
     settings, continues from it and runs next on its lane; or stays pending while the
     response waits for client-owned tool output or approval. Input left queued (the

@@ -2,7 +2,7 @@
 after another, each stored behind the one before it (``lane_after``, deferred_state
 "lane") and sent to the broker when that one ends.
 
-``response_ended`` runs inside end_response's transaction, for every way a response
+``response_ended`` runs inside services/ended.end_response's transaction, for every way a response
 ends: its lane's next response is released (sent once the end commits), and steering
 input still queued for it (nobody committed it to a successor) fails, so that the
 socket can hand it back.

@@ -18,20 +18,10 @@ from openai.types import responses as types
 from responses_app.harmony.encoding import token_bytes
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
 from responses_app.lib.ids import new_id
-from responses_app.models import Response, ResponseStatus
+from responses_app.models import TERMINAL_EVENTS, Response
 from responses_app.wire import encrypted_reasoning
 from responses_app.wire.objects import public_item, response_object
 
-# The lifecycle event that ends a stream for each terminal status. A cancelled response
-# ends with response.incomplete (status "cancelled"): the SDK parses it as a lifecycle
-# event and its strict accumulator accepts it, whereas there is no response.cancelled.
-TERMINAL_EVENT = {
-    ResponseStatus.COMPLETED: "response.completed",
-    ResponseStatus.FAILED: "response.failed",
-    ResponseStatus.INCOMPLETE: "response.incomplete",
-    ResponseStatus.CANCELLED: "response.incomplete",
-}
-TERMINAL_EVENT_TYPES = frozenset(TERMINAL_EVENT.values())
 LIFECYCLE_EVENT_CLASSES: dict[str, type[BaseModel]] = {
     "response.created": types.ResponseCreatedEvent,
     "response.in_progress": types.ResponseInProgressEvent,
@@ -118,7 +108,7 @@ class EventBuilder:
 
     def terminal(self, status: str) -> None:
         """The one event that ends the stream, for a terminal ``status``."""
-        self.lifecycle(TERMINAL_EVENT[status], status=status)
+        self.lifecycle(TERMINAL_EVENTS[status], status=status)
 
     # --- harmony progress ----------------------------------------------------------------
 

@@ -30,8 +30,7 @@ import zstandard
 from django.conf import settings
 from django.db import connection, transaction
 
-from responses_app.models import TERMINAL_STATUSES, EventLog, Response, ResponseEvent
-from responses_app.stream.builder import TERMINAL_EVENT_TYPES
+from responses_app.models import TERMINAL_EVENT_TYPES, TERMINAL_STATUSES, EventLog, Response, ResponseEvent
 from responses_app.stream.sse import frame
 
 log = logging.getLogger(__name__)

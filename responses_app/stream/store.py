@@ -5,14 +5,14 @@ UPDATE that advances ``last_sequence_number`` only matches while the writer stil
 the row, so a worker that lost its lease (the reaper took over, the response was
 deleted or ended by someone else) writes nothing and learns it at once.
 
-``end_response`` is the only code that gives a response its terminal status: the worker,
-the reaper, cancel and delete all end a response through it.
+``write_terminal`` is the only code that gives a response its terminal status; it runs
+inside services/ended.end_response, through which the worker, the reaper, cancel and
+delete all end a response, and which then runs what follows a response's end.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,16 +20,12 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from responses_app.conversations import turns
 from responses_app.models import TERMINAL_STATUSES, OutputItem, Response, ResponseEvent
 from responses_app.observability import recorder
 from responses_app.selectors import output_items
-from responses_app.sessions import lanes
-from responses_app.stream import doorbell, event_log
+from responses_app.stream import doorbell
 from responses_app.stream.builder import EventBuilder
 from responses_app.stream.sse import event_json
-from responses_app.tenancy.daily_usage import add_to_daily_usage
-from responses_app.webhooks import outbox
 
 EVENT_COLUMNS = f"{ResponseEvent._meta.db_table} (response_id, sequence_number, type, data, created_at)"
 INSERT_EVENT = f"INSERT INTO {EVENT_COLUMNS} VALUES (%s, %s, %s, %s, %s)"
@@ -72,7 +68,7 @@ def save_events(response: Response, owner: str, events: list[dict[str, Any]],
     return cancel_requested
 
 
-def end_response(
+def write_terminal(
     response_id: str,
     status: str,
     *,
@@ -83,25 +79,21 @@ def end_response(
     lease_owner: str | None = None,
     only_if_status: str | None = None,
     only_if_lease_expired_before: datetime | None = None,
-    on_end: Callable[[Response], None] | None = None,
-) -> bool:
-    """Give a response its terminal ``status``, in one transaction: the open item closed
-    ``incomplete`` with its done events, the terminal event, and the row's status,
-    ``completed_at``, error, incomplete_details, usage and released lease; the tenant's
-    daily usage counts it.
+) -> Response | None:
+    """Give a response its terminal ``status``, inside the caller's transaction
+    (services/ended.end_response): the open item closed ``incomplete`` with its done
+    events, the terminal event, and the row's status, ``completed_at``, error,
+    incomplete_details, usage and released lease. Returns the ended response.
 
     The worker that holds the lease passes ``lease_owner`` and its ``builder`` (with the
     events it has not written yet). Anyone else (cancel of a queued response, the reaper,
     delete) passes neither: the row is locked and the builder rebuilt from it, so the
     worker's next lease-guarded write fails. The ``only_if_*`` guards are checked under
-    that lock. Returns False, writing nothing, when the response is gone, already ended,
+    that lock. Returns None, writing nothing, when the response is gone, already ended,
     or a guard does not hold.
 
     The terminal event's response object is built from the same values the row gets
     (one ``completed_at``), so it equals what ``GET /v1/responses/{id}`` answers.
-    ``on_end`` runs last in that transaction (the worker commits steering input to a
-    successor there); then the response's WebSocket lane moves on (sessions/lanes.py) and its
-    items join its conversation (conversations/turns.py).
     """
     with transaction.atomic():
         rows = Response.objects.select_for_update().filter(pk=response_id).exclude(status__in=TERMINAL_STATUSES)
@@ -113,7 +105,7 @@ def end_response(
             rows = rows.filter(lease_expires_at__lt=only_if_lease_expired_before)
         locked = rows.first()
         if locked is None:
-            return False
+            return None
         if builder is None:
             builder = EventBuilder(locked, next_sequence_number=locked.last_sequence_number + 1,
                                    output=output_items(locked))
@@ -130,14 +122,7 @@ def end_response(
         response.lease_owner, response.lease_expires_at = "", None
         response.save(update_fields=TERMINAL_FIELDS)
         _write(response, events, items)
-        add_to_daily_usage(response.tenant_id, usage)
-        outbox.response_ended(response)
-        if on_end is not None:
-            on_end(response)
-        lanes.response_ended(response)
-        turns.response_ended(response)
-        event_log.pack_after_commit(response.pk)
-    return True
+    return response
 
 
 def insert_events(response: Response, events: list[dict[str, Any]]) -> None:

@@ -1,6 +1,6 @@
 """The webhook events of responses, written where a response ends.
 
-``response_ended`` runs inside the transaction of stream/store.end_response: the
+``response_ended`` runs inside the transaction of services/ended.end_response: the
 delivery rows commit with the terminal status or not at all, and their first attempts are
 queued once that commits (delivery.queue_due). Nothing here touches the network, so a
 slow or dead receiver never delays a response.
@@ -18,19 +18,12 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from responses_app.models import Response, ResponseStatus, WebhookDelivery, WebhookEndpoint, new_response_id
+from responses_app.models import WEBHOOK_EVENTS, Response, WebhookDelivery, WebhookEndpoint, new_response_id
 from responses_app.models.webhooks import new_event_id
 from responses_app.webhooks import delivery
 
-# Unlike a stream (stream/builder.TERMINAL_EVENT), webhooks have response.cancelled.
-RESPONSE_EVENT_TYPES = {
-    ResponseStatus.COMPLETED: "response.completed",
-    ResponseStatus.FAILED: "response.failed",
-    ResponseStatus.CANCELLED: "response.cancelled",
-    ResponseStatus.INCOMPLETE: "response.incomplete",
-}
 # What this server sends (GET /v1/webhook_event_types); endpoints subscribe to these.
-EVENT_TYPES = tuple(RESPONSE_EVENT_TYPES.values())
+EVENT_TYPES = tuple(WEBHOOK_EVENTS.values())
 
 
 def event_payload(event_id: str, event_type: str, response_id: str, at: datetime) -> str:
@@ -42,7 +35,7 @@ def event_payload(event_id: str, event_type: str, response_id: str, at: datetime
 
 def response_ended(response: Response) -> None:
     """Record the deliveries of ``response``'s terminal event (inside the ending transaction)."""
-    event_type = RESPONSE_EVENT_TYPES.get(response.status)
+    event_type = WEBHOOK_EVENTS.get(response.status)
     if not response.background or event_type is None:
         return
     endpoints = [endpoint for endpoint in WebhookEndpoint.objects.filter(tenant_id=response.tenant_id)

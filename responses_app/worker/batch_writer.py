@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,8 +21,9 @@ from django.db import IntegrityError
 
 from responses_app.lib.db_outage import DATABASE_DOWN, RETRY_INTERVAL_S, reconnect
 from responses_app.models import Response, ResponseStatus
+from responses_app.services.ended import end_response
 from responses_app.stream.builder import EventBuilder
-from responses_app.stream.store import LeaseLost, end_response, save_events
+from responses_app.stream.store import LeaseLost, save_events
 from responses_app.worker.cancel_watch import cancel_watch
 
 log = logging.getLogger(__name__)
@@ -88,10 +88,10 @@ class BatchWriter:
         return cancel
 
     def end(self, status: str, *, error: dict[str, Any] | None, incomplete_details: dict[str, Any] | None,
-            usage: dict[str, Any], on_end: Callable[[Response], None] | None = None) -> None:
-        """Write what is pending with the terminal state (``on_end`` in its transaction, as
-        end_response says). Raises LeaseLost when another party ended or removed the
-        response first."""
+            usage: dict[str, Any]) -> None:
+        """Write what is pending with the terminal state, and what follows a response's end
+        (services/ended.end_response). Raises LeaseLost when another party ended or removed
+        the response first."""
         if self._unsaved is not None:
             self.flush()
         builder: EventBuilder | None = self.builder
@@ -99,7 +99,7 @@ class BatchWriter:
         while True:
             try:
                 ended = end_response(self.response.pk, status, error=error, incomplete_details=incomplete_details,
-                                     usage=usage, builder=builder, lease_owner=self.owner, on_end=on_end)
+                                     usage=usage, builder=builder, lease_owner=self.owner)
                 break
             except DATABASE_DOWN as database_error:
                 if builder is not None and builder.next_sequence_number != next_sequence_number:

@@ -32,10 +32,10 @@ from responses_app.harmony.parser import (
 from responses_app.harmony.prompt import PromptError, forced_call_prefix, summary_prompt, tool_result_tokens
 from responses_app.models import Response, ResponseStatus
 from responses_app.stream.builder import EventBuilder
+from responses_app.wire.usage import Usage
 from responses_app.worker.batch_writer import BatchWriter, CancelRequested
 from responses_app.worker.cancel_watch import cancel_watch
 from responses_app.worker.client_calls import ClientToolCall
-from responses_app.worker.token_usage import Usage
 from responses_app.worker.tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
 
 log = logging.getLogger(__name__)

@@ -2,32 +2,29 @@
 
 Runs in a Celery task thread (tasks.run_response). Every way a response can end here,
 completed, incomplete, cancelled or failed, goes through the batch writer's ``end``, and
-so through the one function that ends a response (stream/store.end_response).
+so through the one function that ends a response (services/ended.end_response).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
 
-from responses_app.models import Response, ResponseStatus
+from responses_app.models import ResponseStatus
 from responses_app.observability import recorder
 from responses_app.selectors import output_items
 from responses_app.stream.builder import EventBuilder
 from responses_app.stream.store import LeaseLost
+from responses_app.wire.usage import Usage
 from responses_app.worker.batch_writer import BatchWriter, CancelRequested
 from responses_app.worker.cancel_watch import cancel_watch
 from responses_app.worker.claim import claim, worker_identity
 from responses_app.worker.generation import ResponseFailure, generate
-from responses_app.worker.token_usage import Usage
 
 log = logging.getLogger(__name__)
 
 
-def run_response(response_id: str, on_end: Callable[[Response], None] | None = None) -> None:
-    """``on_end`` runs in the terminal transaction (the task passes the services' commit
-    of steering input to a successor, which this layer cannot import)."""
+def run_response(response_id: str) -> None:
     owner = worker_identity()
     response = claim(response_id, owner)
     if response is None:
@@ -57,7 +54,7 @@ def run_response(response_id: str, on_end: Callable[[Response], None] | None = N
             status, details = ResponseStatus.FAILED, None
             error = {"code": "server_error", "message": "The server had an error while generating this response."}
     try:
-        writer.end(status, error=error, incomplete_details=details, usage=usage.as_dict(), on_end=on_end)
+        writer.end(status, error=error, incomplete_details=details, usage=usage.as_dict())
     except LeaseLost:
         log.warning("%s: lease lost before the terminal event", response_id)
         return

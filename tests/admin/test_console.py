@@ -22,7 +22,7 @@ from responses_app.models import (
     ResponseSteer,
     SteerState,
 )
-from responses_app.stream.store import end_response
+from responses_app.services.ended import end_response
 from tests.admin.conftest import create
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]

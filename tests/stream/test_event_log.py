@@ -13,10 +13,11 @@ from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageS
 from responses_app.lib.asyncdb import db
 from responses_app.models import EventLog, Response, ResponseEvent, ResponseStatus
 from responses_app.services.create import create_response
+from responses_app.services.ended import end_response
 from responses_app.stream import event_log
 from responses_app.stream.builder import EventBuilder
 from responses_app.stream.reader import follow_frames
-from responses_app.stream.store import end_response, save_batch
+from responses_app.stream.store import save_batch
 from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
 from responses_app.worker.claim import claim

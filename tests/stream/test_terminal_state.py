@@ -1,4 +1,4 @@
-"""One function ends a response (stream/store.end_response): on every terminal path the
+"""One function ends a response (services/ended.end_response): on every terminal path the
 terminal event's response object equals, field for field, what GET /v1/responses/{id}
 answers (selectors.render_response), and the row's state is the one announced.
 
@@ -17,11 +17,19 @@ from django.utils import timezone
 from responses_app import selectors
 from responses_app.dispatch import task_queue
 from responses_app.harmony.parser import ContentDelta, MessageStarted
-from responses_app.models import OutputItem, Response, ResponseEvent, ResponseStatus, Tenant, TenantDailyUsage
+from responses_app.models import (
+    TERMINAL_EVENTS,
+    OutputItem,
+    Response,
+    ResponseEvent,
+    ResponseStatus,
+    Tenant,
+    TenantDailyUsage,
+)
 from responses_app.services.cancel import delete_response, request_cancel
 from responses_app.services.create import create_response
 from responses_app.services.recovery import reap_expired_leases
-from responses_app.stream.builder import TERMINAL_EVENT, EventBuilder
+from responses_app.stream.builder import EventBuilder
 from responses_app.stream.store import save_batch
 from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
@@ -62,7 +70,7 @@ def assert_terminal_event_equals_get(response_id: str, status: str) -> dict[str,
     events = list(ResponseEvent.objects.filter(response=row).order_by("sequence_number"))
     assert [event.sequence_number for event in events] == list(range(row.last_sequence_number + 1))
     terminal = events[-1]
-    assert terminal.type == TERMINAL_EVENT[status]
+    assert terminal.type == TERMINAL_EVENTS[status]
     assert [event.type for event in events].count(terminal.type) == 1
     announced = terminal.payload["response"]
     assert announced == selectors.render_response(row)

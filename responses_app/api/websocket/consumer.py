@@ -30,6 +30,7 @@ from responses_app.api.websocket.presence import SessionPresence
 from responses_app.lib.asyncdb import db
 from responses_app.models import Response, ResponseSteer
 from responses_app.services.create import create_response
+from responses_app.services.ended import create_without_generating
 from responses_app.sessions import sockets, steering
 from responses_app.stream.event_log import Frames
 from responses_app.stream.sse import sse_frame
@@ -171,7 +172,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         request.socket_session, request.stream_id, request.socket_id = self.session, stream_id, self.socket_id
         request.socket_held_response, request.generate = self.held_response, generate
         request.joins_lane = generate  # nothing runs: it neither waits for the lane nor holds it
-        return create_response(caller.tenant, request)
+        return (create_response if generate else create_without_generating)(caller.tenant, request)
 
     async def _steer(self, event: dict[str, Any]) -> None:
         target = event.get("previous_response_id")

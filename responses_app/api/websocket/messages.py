@@ -8,8 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from responses_app.models import ResponseSteer
-from responses_app.stream.builder import TERMINAL_EVENT_TYPES
+from responses_app.models import TERMINAL_EVENT_TYPES, ResponseSteer
 from responses_app.wire.errors import APIError
 
 DATA_MARK = b"\ndata: "
