@@ -19,8 +19,7 @@ end is followed by the same steps.
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any
+from typing import Unpack
 
 from django.db import transaction
 
@@ -30,37 +29,21 @@ from responses_app.services.create import create_response
 from responses_app.services.steered import continue_steered
 from responses_app.sessions import lanes
 from responses_app.stream import event_log
-from responses_app.stream.builder import EventBuilder
-from responses_app.stream.store import write_terminal
+from responses_app.stream.store import Terminal, write_terminal
 from responses_app.tenancy.daily_usage import add_to_daily_usage
 from responses_app.validation.request import CreateRequest
 from responses_app.webhooks import outbox
 from responses_app.wire.usage import Usage
 
 
-def end_response(
-    response_id: str,
-    status: str,
-    *,
-    error: dict[str, Any] | None = None,
-    incomplete_details: dict[str, Any] | None = None,
-    usage: dict[str, Any] | None = None,
-    builder: EventBuilder | None = None,
-    lease_owner: str | None = None,
-    only_if_status: str | None = None,
-    only_if_lease_expired_before: datetime | None = None,
-) -> bool:
-    """End the response (its arguments are write_terminal's) and run what follows. Returns
-    False, writing nothing, when the response is gone, already ended, or a guard does not
-    hold."""
+def end_response(response_id: str, status: str, **terminal: Unpack[Terminal]) -> bool:
+    """End the response (stream/store.write_terminal) and run what follows. Returns False,
+    writing nothing, when the response is gone, already ended, or a guard does not hold."""
     with transaction.atomic():
-        response = write_terminal(
-            response_id, status, error=error, incomplete_details=incomplete_details, usage=usage, builder=builder,
-            lease_owner=lease_owner, only_if_status=only_if_status,
-            only_if_lease_expired_before=only_if_lease_expired_before)
+        response = write_terminal(response_id, status, **terminal)
         if response is None:
             return False
-        add_to_daily_usage(response.tenant_id, usage)
+        add_to_daily_usage(response.tenant_id, response.usage)
         outbox.response_ended(response)
         continue_steered(response)
         lanes.response_ended(response)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -68,18 +68,19 @@ def save_events(response: Response, owner: str, events: list[dict[str, Any]],
     return cancel_requested
 
 
-def write_terminal(
-    response_id: str,
-    status: str,
-    *,
-    error: dict[str, Any] | None = None,
-    incomplete_details: dict[str, Any] | None = None,
-    usage: dict[str, Any] | None = None,
-    builder: EventBuilder | None = None,
-    lease_owner: str | None = None,
-    only_if_status: str | None = None,
-    only_if_lease_expired_before: datetime | None = None,
-) -> Response | None:
+class Terminal(TypedDict, total=False):
+    """How a response ends, and who may end it (write_terminal's keyword arguments)."""
+
+    error: dict[str, Any] | None
+    incomplete_details: dict[str, Any] | None
+    usage: dict[str, Any] | None
+    builder: EventBuilder | None
+    lease_owner: str | None
+    only_if_status: str | None
+    only_if_lease_expired_before: datetime | None
+
+
+def write_terminal(response_id: str, status: str, **terminal: Unpack[Terminal]) -> Response | None:
     """Give a response its terminal ``status``, inside the caller's transaction
     (services/ended.end_response): the open item closed ``incomplete`` with its done
     events, the terminal event, and the row's status, ``completed_at``, error,
@@ -95,6 +96,8 @@ def write_terminal(
     The terminal event's response object is built from the same values the row gets
     (one ``completed_at``), so it equals what ``GET /v1/responses/{id}`` answers.
     """
+    lease_owner, only_if_status = terminal.get("lease_owner"), terminal.get("only_if_status")
+    only_if_lease_expired_before, builder = terminal.get("only_if_lease_expired_before"), terminal.get("builder")
     with transaction.atomic():
         rows = Response.objects.select_for_update().filter(pk=response_id).exclude(status__in=TERMINAL_STATUSES)
         if lease_owner is not None:
@@ -112,9 +115,9 @@ def write_terminal(
         response = builder.response
         builder.close_open_item()
         response.status = status
-        response.error = error
-        response.incomplete_details = incomplete_details
-        response.usage = usage
+        response.error = terminal.get("error")
+        response.incomplete_details = terminal.get("incomplete_details")
+        response.usage = terminal.get("usage")
         response.completed_at = timezone.now()
         builder.terminal(status)
         events, items = builder.drain()
