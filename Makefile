@@ -1,5 +1,6 @@
 # make run    set up what is missing, migrate, bootstrap the demo key, serve on :8000 (make run PORT=8001)
 # make test   set up, start throwaway PostgreSQL + Redis, ruff, pytest (PostgreSQL), pytest -m core (SQLite)
+# make test-fast  the tests that need no live stack, in parallel (pytest-xdist), on PostgreSQL
 # make setup  system packages, .venv, the project (editable, with dev extras, the versions of requirements.lock), harmony vocabulary
 # make lock   requirements.lock anew from the newest versions pyproject.toml allows
 # make lint   ruff check .
@@ -27,7 +28,7 @@ VOCAB := $(HARMONY_VOCAB_DIR)/o200k_base.tiktoken
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help setup lock system-packages browser clients run test lint clean distclean
+.PHONY: help setup lock system-packages browser clients run test test-fast lint clean distclean
 
 help:
 	@sed -n 's/^# \(make .*\)/\1/p' $(firstword $(MAKEFILE_LIST))
@@ -184,15 +185,28 @@ test: setup browser clients
 	if [ -n "$$failed" ]; then echo "test: FAILED:$$failed" >&2; exit 1; fi
 	echo "test: all passed"
 
+# The tests that need no live stack (not marked ``live``), on PostgreSQL, spread over the
+# machine's cores by pytest-xdist (each worker its own test database), with services of
+# their own, so it may run beside `make test`.
+test-fast: setup
+	@mkdir -p .run
+	export TEST_SERVICES_DIR=.run/test-fast
+	trap 'bash scripts/test-services.sh stop' EXIT
+	trap 'exit 130' INT TERM
+	bash scripts/test-services.sh start
+	eval "$$(bash scripts/test-services.sh env)"
+	ruff check .
+	pytest -m "not live" -n auto -p no:cacheprovider
+
 lint: setup
 	ruff check .
 
 # --- clean -------------------------------------------------------------------------------------
 clean:
 	@if [ -f scripts/test-services.sh ]; then
-		for dir in .run/test .run/faults .run/fault-trials; do TEST_SERVICES_DIR=$$dir bash scripts/test-services.sh stop || true; done
+		for dir in .run/test .run/test-fast .run/faults .run/fault-trials; do TEST_SERVICES_DIR=$$dir bash scripts/test-services.sh stop || true; done
 	fi
-	rm -rf .run/test .run/faults .run/fault-trials .run/test.lock test-artifacts .ruff_cache .pytest_cache *.egg-info build
+	rm -rf .run/test .run/test-fast .run/faults .run/fault-trials .run/test.lock test-artifacts .ruff_cache .pytest_cache *.egg-info build
 	find . -path ./$(VENV) -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean

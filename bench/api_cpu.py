@@ -51,7 +51,7 @@ def main() -> float:
 
     import psutil
 
-    from tests.live import free_port
+    from tests.live.stack import free_port
 
     base_env = dict(os.environ)
     stack = None

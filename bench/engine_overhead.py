@@ -237,7 +237,7 @@ class RawEngine:
 
 
 def make_stack_class() -> type:
-    from tests.live import LiveStack
+    from tests.live.stack import LiveStack
 
     class BenchStack(LiveStack):
         """LiveStack with a deployment's settings: the Procfile's worker concurrency (the live
@@ -463,7 +463,7 @@ def main() -> float | None:
 
     signal.signal(signal.SIGTERM, interrupt)
     base_env = dict(os.environ)
-    from tests.live import free_port
+    from tests.live.stack import free_port
 
     stack = None
     raw_engine = None
@@ -490,7 +490,7 @@ def main() -> float | None:
 
         from responses_app.devtools.tiny_models import ensure_model
         from responses_app.harmony.prompt import PromptRequest, render_prompt
-        from tests.live import model_registry
+        from tests.live.stack import model_registry
 
         path = ensure_model("random", settings.BASE_DIR / ".cache" / "models")
         registry = model_registry({MODEL: path})

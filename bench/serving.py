@@ -172,7 +172,7 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def make_stack(db_url: str, redis_url: str, worker_concurrency: int) -> Any:
-    from tests.live import LiveStack
+    from tests.live.stack import LiveStack
 
     class ServingStack(LiveStack):
         """The live tests' stack with a deployment's timings and the Procfile's worker threads."""
@@ -199,7 +199,7 @@ def manage(env: dict[str, str], *argv: str) -> str:
 
 
 def start_limit_server(frames_file: Path) -> tuple[subprocess.Popen, str]:
-    from tests.live import LOG_DIR, free_port
+    from tests.live.stack import LOG_DIR, free_port
 
     port = free_port()
     log = open(LOG_DIR / f"limit-{port}.log", "ab")  # noqa: SIM115 - owned by the process
@@ -396,7 +396,7 @@ def event_log_bytes(db_url: str, response_ids: list[str]) -> tuple[int, float, f
 
 
 def run_pass(database: str, urls: dict[str, str], args: argparse.Namespace) -> list[LevelFigures]:
-    from tests.live import LOG_DIR
+    from tests.live.stack import LOG_DIR
 
     if database == "sqlite":
         path = SERVICES_DIR / "db.sqlite3"
@@ -522,14 +522,14 @@ def interrupt(signum: int, frame: Any) -> None:
 def main() -> str:
     args = parse_args()
     signal.signal(signal.SIGTERM, interrupt)
-    from tests.live import LOG_DIR, free_port
+    from tests.live.stack import LOG_DIR, free_port
 
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[LevelFigures]] = {}
     try:
         services(SERVICES_DIR, "start", free_port(), free_port())
         urls = service_urls(services(SERVICES_DIR, "env"))
-        # The stack's readiness check asks its workers over Celery's broker (tests.live.LiveStack).
+        # The stack's readiness check asks its workers over Celery's broker (tests.live.stack.LiveStack).
         os.environ.update(REDIS_URL=urls["REDIS_URL"], CELERY_BROKER_URL=urls["REDIS_URL"],
                           DJANGO_SETTINGS_MODULE="project.settings")
         import django

@@ -16,13 +16,27 @@ import openai
 import pytest
 from django.db import connection
 
-from tests.live import LiveStack, database_url
+from tests.live.stack import LiveStack, database_url
+
+
+# The fixtures that start servers in processes of their own: the live stack, and the
+# fault suite's stack on services of its own.
+LIVE_FIXTURES = frozenset({"live_stack", "fault_stack"})
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The ``live`` tier, from each test's fixtures: a test that needs servers in processes
+    of their own (Daphne, Celery, beat) is marked ``live``; `make test-fast` runs the others."""
+    for item in items:
+        if LIVE_FIXTURES & set(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.live)
 
 
 @pytest.fixture(scope="session")
-def django_db_setup(django_test_environment, django_db_blocker) -> Iterator[None]:
+def django_db_setup(django_test_environment, django_db_modify_db_settings, django_db_blocker) -> Iterator[None]:
     """The test database, always created: pytest-django's own fixture only creates it for
-    tests marked django_db, and the end-to-end tests deliberately are not."""
+    tests marked django_db, and the end-to-end tests deliberately are not. Under xdist
+    (make test-fast) each worker has its own (``django_db_modify_db_settings``: a suffix)."""
     from django.test.utils import setup_databases, teardown_databases
 
     with django_db_blocker.unblock():

@@ -17,7 +17,7 @@ from django.contrib.admin.utils import quote
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
 from tests.admin.conftest import OPERATOR_PASSWORD, VIEWER_PASSWORD, make_operator, make_viewer
-from tests.live import ROOT
+from tests.live.stack import ROOT
 
 pytestmark = pytest.mark.core
 

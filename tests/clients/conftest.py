@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.e2e.helpers import new_key, new_tenant
+from tests.live.helpers import new_key, new_tenant
 
 
 @pytest.fixture

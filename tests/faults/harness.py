@@ -32,7 +32,7 @@ import psycopg
 import redis
 from celery import Celery
 
-from tests.live import LOG_DIR, ROOT, STACK_ENV, LiveStack, free_port
+from tests.live.stack import LOG_DIR, ROOT, STACK_ENV, LiveStack, free_port
 
 SERVICES_SCRIPT = ROOT / "scripts" / "test-services.sh"
 TERMINAL = {"completed", "failed", "incomplete", "cancelled"}

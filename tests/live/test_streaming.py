@@ -1,0 +1,177 @@
+"""Streams: resume from any sequence number, across web restarts, cancel, disconnects,
+a lost worker, keep-alives."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import httpx
+import openai
+import pytest
+
+from tests.live.helpers import (
+    TERMINAL_EVENTS,
+    assert_dense,
+    events_of,
+    reasoning_and_answer,
+    take,
+    wait_for_status,
+    wait_until,
+)
+
+# About fifty events: lifecycle, a reasoning item and a message with ~20 deltas each.
+FIFTY_EVENT_SCRIPT = reasoning_and_answer(
+    "The user wants a slightly longer answer, so I will write out a few more words now.",
+    "Here is a slightly longer answer, written token by token for the resume test, with a few more words.",
+)
+SLOW = {"echo_token_delay_ms": "40"}
+
+
+def replay(client: openai.OpenAI, response_id: str, starting_after: int | None = None) -> list[dict]:
+    if starting_after is None:
+        return events_of(client.responses.retrieve(response_id, stream=True))
+    return events_of(client.responses.retrieve(response_id, stream=True, starting_after=starting_after))
+
+
+@pytest.mark.core
+def test_replay_from_every_sequence_number_equals_the_tail_of_the_full_stream(alice):
+    live = events_of(alice.responses.create(model="echo", input=FIFTY_EVENT_SCRIPT, stream=True, background=True))
+    assert len(live) >= 50 and live[-1]["type"] == "response.completed"
+    assert_dense(live)
+    response_id = live[0]["response"]["id"]
+    assert replay(alice, response_id) == live
+    for n in range(-1, len(live)):
+        assert replay(alice, response_id, starting_after=n) == live[n + 1:], n
+
+
+@pytest.mark.core
+def test_break_after_k_events_and_resume_equals_the_uninterrupted_stream_for_every_k(alice):
+    count = len(events_of(alice.responses.create(model="echo", input=FIFTY_EVENT_SCRIPT, stream=True)))
+    assert count >= 50
+    for k in range(1, count):
+        stream = alice.responses.create(model="echo", input=FIFTY_EVENT_SCRIPT, stream=True, background=True,
+                                        metadata={"echo_token_delay_ms": "2"})
+        prefix = take(stream, k)
+        response_id = prefix[0]["response"]["id"]
+        resumed = replay(alice, response_id, starting_after=prefix[-1]["sequence_number"])
+        full = replay(alice, response_id)
+        assert prefix + resumed == full, k
+        assert_dense(full)
+        assert full[-1]["type"] == "response.completed"
+
+
+def test_resume_after_the_web_process_is_killed_mid_stream(alice, stack):
+    stream = alice.responses.create(model="echo", input=FIFTY_EVENT_SCRIPT, stream=True, background=True,
+                                    metadata=SLOW)
+    prefix = []
+    with pytest.raises((httpx.HTTPError, openai.APIError)):  # noqa: B017 - the connection dies
+        for event in stream:
+            prefix.append(event.to_dict())
+            if len(prefix) == 8:
+                stack.kill("web", signal.SIGKILL)
+    stack.start("web")
+    response_id = prefix[0]["response"]["id"]
+    resumed = replay(alice, response_id, starting_after=prefix[-1]["sequence_number"])
+    assert resumed[-1]["type"] == "response.completed"
+    assert prefix + resumed == replay(alice, response_id)
+
+
+@pytest.mark.core
+def test_cancel_mid_generation_ends_the_stream_and_aborts_the_engine_request(alice, stack):
+    stream = alice.responses.create(model="echo", input=FIFTY_EVENT_SCRIPT, stream=True, background=True,
+                                    metadata=SLOW)
+    events = []
+    for event in stream:
+        events.append(event.to_dict())
+        if event.type == "response.reasoning_text.delta":
+            break
+    response_id = events[0]["response"]["id"]
+    assert f"{response_id}:1" in stack.engine_requests()["running"]
+
+    cancelled = alice.responses.cancel(response_id)
+    assert cancelled.status == "cancelled"
+    events += [event.to_dict() for event in stream]  # the open stream ends promptly
+    assert events[-1]["type"] == "response.incomplete"
+    assert events[-1]["response"]["status"] == "cancelled"
+    assert all(item["status"] != "in_progress" for item in events[-1]["response"]["output"])
+    assert_dense(events)
+    requests = stack.engine_requests()
+    assert f"{response_id}:1" in requests["aborted"]
+    assert f"{response_id}:1" not in requests["running"]
+    # Cancelling again changes nothing.
+    again = alice.responses.cancel(response_id)
+    assert again.to_dict() == alice.responses.retrieve(response_id).to_dict() and again.status == "cancelled"
+    assert replay(alice, response_id) == events
+
+
+@pytest.mark.core
+def test_cancel_of_a_finished_response_returns_it_unchanged(alice):
+    done = alice.responses.create(model="echo", input="quick", background=True)
+    finished = wait_for_status(alice, done.id, {"completed"})
+    assert alice.responses.cancel(done.id).to_dict() == finished.to_dict()
+
+
+@pytest.mark.core
+def test_a_foreground_stream_is_cancelled_when_its_client_disconnects(alice):
+    stream = alice.responses.create(model="echo", input=FIFTY_EVENT_SCRIPT, stream=True, metadata=SLOW)
+    prefix = take(stream, 5)
+    cancelled = wait_for_status(alice, prefix[0]["response"]["id"], {"cancelled", "completed"}, timeout=30)
+    assert cancelled.status == "cancelled"
+
+
+@pytest.mark.core
+def test_a_background_stream_keeps_running_when_its_client_disconnects(alice):
+    stream = alice.responses.create(model="echo", input=FIFTY_EVENT_SCRIPT, stream=True, background=True,
+                                    metadata={"echo_token_delay_ms": "10"})
+    prefix = take(stream, 5)
+    assert wait_for_status(alice, prefix[0]["response"]["id"], {"cancelled", "completed"}).status == "completed"
+
+
+def test_a_killed_worker_ends_the_response_and_the_readers_stream_within_60_seconds(alice, stack):
+    stream = alice.responses.create(model="echo", input=FIFTY_EVENT_SCRIPT, stream=True, background=True,
+                                    metadata={"echo_token_delay_ms": "200"})
+    events = []
+    started = None
+    for event in stream:
+        events.append(event.to_dict())
+        if event.type == "response.reasoning_text.delta" and started is None:
+            stack.kill("worker", signal.SIGKILL)
+            started = time.monotonic()
+            # Its supervisor starts a new worker, whose beat-scheduled reaper finds the
+            # expired lease (a fleet's other workers would do the same).
+            stack.start("worker")
+    assert time.monotonic() - started < 60
+    final = events[-1]
+    assert final["type"] in TERMINAL_EVENTS
+    assert final["response"]["status"] in ("failed", "completed")
+    if final["response"]["status"] == "failed":
+        assert "stopped unexpectedly" in final["response"]["error"]["message"]
+        assert all(item["status"] != "in_progress" for item in final["response"]["output"])
+    assert_dense(events)
+    assert replay(alice, events[0]["response"]["id"]) == events
+
+
+def test_streams_carry_keep_alive_comments_that_the_sdk_tolerates(alice, stack, alice_key):
+    created = alice.responses.create(model="echo", input="slow", background=True, max_output_tokens=3,
+                                     metadata={"echo_token_delay_ms": "1500"})
+    raw: list[str] = []
+
+    def read_raw() -> None:
+        with httpx.stream("GET", f"{stack.base_url}/responses/{created.id}", params={"stream": "true"},
+                          headers={"Authorization": f"Bearer {alice_key}"}, timeout=30) as http:
+            assert http.headers["content-type"].startswith("text/event-stream")
+            assert http.headers["cache-control"] == "no-cache"
+            assert http.headers["x-accel-buffering"] == "no"
+            raw.extend(http.iter_lines())
+
+    reader = threading.Thread(target=read_raw)
+    reader.start()
+    events = replay(alice, created.id)
+    reader.join(timeout=30)
+    assert events[-1]["type"] == "response.incomplete"
+    assert ": keep-alive" in raw
+    assert not any(line.startswith("id:") for line in raw)
+    assert "data: [DONE]" not in raw
+    assert wait_until(lambda: not reader.is_alive())
