@@ -9,15 +9,16 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
 from django.db import connection
 
 from tests.live.stack import LiveStack, database_url
-
 
 # The fixtures that start servers in processes of their own: the live stack, and the
 # fault suite's stack on services of its own.
@@ -103,6 +104,16 @@ def stack(live_stack: LiveStack) -> LiveStack:
     """The live stack, restarted where an earlier test killed a process."""
     live_stack.ensure_running()
     return live_stack
+
+
+@pytest.fixture
+def tenant(db) -> Any:
+    """A tenant of the test's own, with an API key, in the test's rolled-back transaction
+    (the in-process tests; the live ones use alice, bob or a ``new_tenant``)."""
+    from responses_app.tenancy.api_keys import create_api_key
+
+    key, _ = create_api_key(f"tenant-{uuid.uuid4().hex[:8]}")
+    return key.tenant
 
 
 @pytest.fixture

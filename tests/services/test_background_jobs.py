@@ -21,10 +21,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.core]
 REQUEST = {"model": "echo", "input": "Digest"}
 
 
-@pytest.fixture
-def tenant() -> Tenant:
-    return Tenant.objects.create(name="jobs")
-
 
 def schedule_of(tenant: Tenant, schedule: dict) -> str:
     return service.create_schedule(tenant, {"name": "s", "schedule": schedule, "request": REQUEST}).pk

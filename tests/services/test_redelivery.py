@@ -24,10 +24,6 @@ from tests.services.test_services import create
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
 
 
-@pytest.fixture
-def tenant() -> Tenant:
-    return Tenant.objects.create(name=f"redelivery-{uuid.uuid4().hex[:8]}")
-
 
 @pytest.fixture
 def queue(settings) -> Iterator[str]:

@@ -27,7 +27,6 @@ from responses_app.services.ended import end_response
 from responses_app.services.recovery import purge_unstored_responses, reap_expired_leases
 from responses_app.stream.builder import EventBuilder
 from responses_app.stream.store import LeaseLost, save_batch
-from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
 from responses_app.wire.errors import InvalidRequest, NotFound
 from responses_app.wire.usage import Usage
@@ -45,11 +44,6 @@ CALL_SCRIPT = ("<|channel|>analysis<|message|>I should call get_weather.<|end|>"
 WEATHER_TOOL = {"type": "function", "name": "get_weather", "description": "Weather of a city.",
                 "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}
 
-
-@pytest.fixture
-def tenant() -> Tenant:
-    key, _ = create_api_key("erin")
-    return key.tenant
 
 
 def create(tenant: Tenant, **body: Any) -> Response:

@@ -20,10 +20,6 @@ pytestmark = [pytest.mark.django_db, pytest.mark.core]
 SESSION = "session-1"
 
 
-@pytest.fixture
-def tenant() -> Tenant:
-    return Tenant.objects.create(name="lanes")
-
 
 @pytest.fixture
 def sent(monkeypatch) -> list[str]:

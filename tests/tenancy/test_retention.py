@@ -23,10 +23,6 @@ from responses_app.wire.errors import NotFound
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
 
 
-@pytest.fixture
-def tenant() -> Tenant:
-    return Tenant.objects.create(name="retention")
-
 
 def ended(tenant: Tenant, days_ago: float, previous: Response | None = None, **body: Any) -> Response:
     """A response that ended ``days_ago`` days ago, with its items and events."""
