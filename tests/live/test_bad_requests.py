@@ -80,10 +80,10 @@ def body(**fields: Any) -> dict[str, Any]:
 
 # Each in the smallest shape the SDK types: what is refused is the tool, not its shape.
 REFUSED_TOOLS = [{"type": "file_search", "vector_store_ids": ["vs_1"]}, {"type": "image_generation"},
-                 {"type": "computer"}, {"type": "local_shell"}, {"type": "shell"},
+                 {"type": "computer"},
                  {"type": "computer_use_preview", "display_height": 768, "display_width": 1024,
                   "environment": "linux"},
-                 {"type": "apply_patch"}, {"type": "tool_search"}]
+                 {"type": "tool_search"}]
 
 # (case id, request body: raw bytes or a JSON value, expected status, expected param, words the message names)
 BAD_CREATES = [
@@ -117,8 +117,9 @@ BAD_CREATES = [
     pytest.param(body(input=user_message([{"type": "input_text", "text": 3}])), 400,
                  "input[0].content[0].text", [], id="input-text-not-a-string"),
     pytest.param(body(input=[{"type": "telepathy"}]), 400, "input[0].type", ["telepathy"], id="unknown-item-type"),
-    pytest.param(body(input=[{"type": "local_shell_call_output", "id": "lsh_1", "output": "ok"}]), 400,
-                 "input[0].type", ["local_shell_call_output"], id="unsupported-item-type"),
+    pytest.param(body(input=[{"type": "computer_call_output", "call_id": "call_1",
+                              "output": {"type": "computer_screenshot"}}]), 400,
+                 "input[0].type", ["computer_call_output"], id="unsupported-item-type"),
     pytest.param(body(input=[{"type": "item_reference", "id": "msg_1"}]), 404, "input[0].id", ["msg_1"],
                  id="item-reference-unknown"),
     pytest.param(body(input=[{"id": "msg_1"}]), 404, "input[0].id", ["msg_1"], id="item-reference-untyped-unknown"),
