@@ -5,12 +5,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Subquery
 
-from responses_app.models import (
-    Response,
-    ResponseStatus,
-    ResponseSteer,
-    SteerState,
-)
+from responses_app.models import Response, ResponseStatus, ResponseSteer, SteerState
 from responses_app.services.create import create_response
 from responses_app.sessions import steering
 from responses_app.validation.request import CreateRequest
@@ -24,8 +19,10 @@ def continue_steered(response: Response) -> None:
     response waits for client-owned tool output or approval. Input left queued (the
     response failed or was cancelled, or the successor could not be created) fails in
     lanes.response_ended."""
+    if response.status not in (ResponseStatus.COMPLETED, ResponseStatus.INCOMPLETE):
+        return
     steers = steering.queued_input(response)
-    if not steers or response.status not in (ResponseStatus.COMPLETED, ResponseStatus.INCOMPLETE):
+    if not steers:
         return
     if steering.required_input(response):
         ResponseSteer.objects.filter(pk__in=[s.pk for s in steers]).update(state=SteerState.PENDING)
