@@ -18,7 +18,7 @@ from pathlib import Path
 
 import httpx
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = ROOT / "test-artifacts" / "live"
 
 # Short leases and intervals so that recovery paths run within a test's patience.
