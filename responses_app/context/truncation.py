@@ -11,15 +11,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from responses_app.harmony.client_tools import CALL_OUTPUTS
+
 Items = list[dict[str, Any]]
 
 # Output item type -> (the field that names its call, the call's types, their field).
+# A local_shell_call_output names its call in its ``id``.
 ANSWERS = {
-    "function_call_output": ("call_id", ("function_call",), "call_id"),
-    "custom_tool_call_output": ("call_id", ("custom_tool_call",), "call_id"),
-    "shell_call_output": ("call_id", ("shell_call",), "call_id"),
-    "local_shell_call_output": ("id", ("local_shell_call",), "call_id"),
-    "apply_patch_call_output": ("call_id", ("apply_patch_call",), "call_id"),
+    **{output: ("id" if output == "local_shell_call_output" else "call_id", (call,), "call_id")
+       for call, output in CALL_OUTPUTS.items()},
     "mcp_approval_response": ("approval_request_id", ("mcp_approval_request",), "id"),
 }
 

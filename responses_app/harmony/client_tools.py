@@ -157,6 +157,9 @@ APPLY_PATCH = ClientTool(
 CLIENT_TOOLS = {tool.tool_type: tool for tool in (SHELL, LOCAL_SHELL, APPLY_PATCH)}
 BY_CALL_TYPE = {tool.call_type: tool for tool in CLIENT_TOOLS.values()}
 BY_OUTPUT_TYPE = {tool.output_type: tool for tool in CLIENT_TOOLS.values()}
+# Every call a client runs, and the item that answers it.
+CALL_OUTPUTS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output",
+                **{call_type: tool.output_type for call_type, tool in BY_CALL_TYPE.items()}}
 
 
 def call_fields(tool: ClientTool, arguments: str) -> dict[str, Any]:

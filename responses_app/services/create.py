@@ -17,7 +17,7 @@ from responses_app.context import compaction
 from responses_app.context.history import check_prompt, history, previous_chain
 from responses_app.conversations import turns
 from responses_app.dispatch.task_queue import try_send
-from responses_app.harmony.client_tools import BY_CALL_TYPE, answered_call_id
+from responses_app.harmony.client_tools import CALL_OUTPUTS, answered_call_id
 from responses_app.models import (
     DeferredState,
     InputItem,
@@ -183,9 +183,6 @@ def resolve_input(tenant: Tenant, input_items: list[dict[str, Any]]) -> list[dic
         resolved.append(item)
     return resolved
 
-# The calls a client runs, and the items that answer them.
-CALL_OUTPUTS = {"function_call": "function_call_output", "custom_tool_call": "custom_tool_call_output",
-                **{call_type: tool.output_type for call_type, tool in BY_CALL_TYPE.items()}}
 
 def _check_function_call_outputs(earlier: list[dict[str, Any]], input_items: list[dict[str, Any]]) -> None:
     """Every output of a client's tool (function_call_output, custom_tool_call_output,

@@ -19,12 +19,14 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
+from responses_app.harmony.client_tools import CALL_OUTPUTS
 from responses_app.models import Response, ResponseSteer, SteerState, Tenant
 from responses_app.selectors import output_items
 
-# The client's tools whose calls the SDK's ResponseSteerRequiredInput names by call_id alone.
-REQUIRED_OUTPUTS = {"custom_tool_call": "custom_tool_call_output", "shell_call": "shell_call_output",
-                    "apply_patch_call": "apply_patch_call_output"}
+# The client's calls that the SDK's ResponseSteerRequiredInput names by call_id alone (a
+# function call's stub also names the function; it has none for local_shell).
+REQUIRED_OUTPUTS = {call: output for call, output in CALL_OUTPUTS.items()
+                    if call not in ("function_call", "local_shell_call")}
 
 
 class SteerRefused(Exception):
