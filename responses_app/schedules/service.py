@@ -130,9 +130,11 @@ def set_enabled(schedule: ScheduledResponse, enabled: bool) -> None:
 
 
 def delete_schedule(tenant: Tenant, schedule_id: str) -> None:
-    """Delete a schedule and its beat entry; the responses of its runs stay."""
+    """Delete a schedule and its beat entry; the responses of its runs stay. The row is locked
+    first, as a run locks it, so that a run committing meanwhile is collected with the rest."""
     with transaction.atomic():
-        schedule = get_schedule(tenant, schedule_id)
+        get_schedule(tenant, schedule_id)
+        schedule = ScheduledResponse.objects.select_for_update().get(pk=schedule_id)
         task = schedule.periodic_task
         schedule.delete()
         if task is not None:

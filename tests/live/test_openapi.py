@@ -9,14 +9,12 @@ import os
 import re
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 import schemathesis
-from django.db import OperationalError
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from schemathesis import GenerationMode
@@ -104,20 +102,16 @@ OPERATIONS = [
 
 def remove_jobs_of_alice() -> None:
     """The schedules and webhook endpoints that generated requests made: they would go on
-    creating responses and deliveries for the rest of the session."""
+    creating responses and deliveries for the rest of the session. Deleted as the API does,
+    which retries when a delivery races the delete."""
     from responses_app.models import ScheduledResponse, WebhookEndpoint
     from responses_app.schedules.service import delete_schedule
+    from responses_app.webhooks.endpoints import delete_endpoint
 
     for schedule in ScheduledResponse.objects.filter(tenant__name="alice").select_related("tenant"):
         delete_schedule(schedule.tenant, schedule.pk)
-    for attempt in range(5):
-        try:
-            WebhookEndpoint.objects.filter(tenant__name="alice").delete()
-            return
-        except OperationalError:  # a deadlock with the webhooks worker writing a delivery: again
-            if attempt == 4:
-                raise
-            time.sleep(0.5)
+    for endpoint in WebhookEndpoint.objects.filter(tenant__name="alice").select_related("tenant"):
+        delete_endpoint(endpoint.tenant, endpoint.pk)
 
 
 def with_a_served_model(case: schemathesis.Case) -> schemathesis.Case:
