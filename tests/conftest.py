@@ -14,10 +14,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import openai
 import pytest
 from django.db import connection
 
+from tests.inprocess import InProcessApp
 from tests.live.stack import LiveStack, database_url
 
 # The fixtures that start servers in processes of their own: the live stack, and the
@@ -130,19 +132,27 @@ def _new_key(tenant: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def alice_key(live_stack, django_db_blocker) -> str:
+def alice_key(django_db_setup, django_db_blocker) -> str:
     with django_db_blocker.unblock():
         return _new_key("alice")
 
 
 @pytest.fixture(scope="session")
-def bob_key(live_stack, django_db_blocker) -> str:
+def bob_key(django_db_setup, django_db_blocker) -> str:
     with django_db_blocker.unblock():
         return _new_key("bob")
 
 
-def sdk_client(stack: LiveStack, key: str) -> openai.OpenAI:
-    return openai.OpenAI(base_url=stack.base_url, api_key=key, max_retries=0, timeout=60)
+def sdk_client(stack: LiveStack | InProcessApp, key: str) -> openai.OpenAI:
+    return openai.OpenAI(base_url=stack.base_url, api_key=key, max_retries=0, timeout=60,
+                         http_client=httpx.Client(transport=stack.transport, timeout=60))
+
+
+def http_client(stack: LiveStack | InProcessApp, key: str | None = None, **options: Any) -> httpx.Client:
+    """Raw HTTP to the stack's API (for what the SDK would never send), with ``key`` if given."""
+    headers = {"Authorization": f"Bearer {key}"} if key is not None else {}
+    return httpx.Client(base_url=stack.base_url, transport=stack.transport, timeout=60,
+                        **{"headers": headers, **options})
 
 
 @pytest.fixture

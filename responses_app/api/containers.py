@@ -10,11 +10,12 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from django.conf import settings
-from django.http import FileResponse, HttpRequest, HttpResponseBase, JsonResponse
+from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHttpResponse
 from rest_framework.request import Request
 
 from responses_app.api import openapi
 from responses_app.api.base import ApiView
+from responses_app.api.file_download import attachment
 from responses_app.api.params import json_body, page_params
 from responses_app.lib.asyncdb import db
 from responses_app.validation.containers import parse_container_create, upload_name
@@ -131,10 +132,9 @@ class ContainerFileContentView(ApiView):
     code interpreter ``image`` output)."""
 
     @openapi.CONTAINER_FILE_CONTENT
-    async def get(self, request: Request, container_id: str, file_id: str) -> FileResponse:
+    async def get(self, request: Request, container_id: str, file_id: str) -> StreamingHttpResponse:
         file, fd = await db(_found(container_files.open_file))(request.user.tenant.pk, container_id, file_id)
-        response = FileResponse(os.fdopen(fd, "rb"), as_attachment=True, filename=os.path.basename(file.path),
-                                content_type="application/octet-stream")
+        response = attachment(os.fdopen(fd, "rb"), os.path.basename(file.path))
         # Files are written by model-run code: never let a browser treat one as a page.
         response["Content-Security-Policy"] = "sandbox"
         response["X-Content-Type-Options"] = "nosniff"

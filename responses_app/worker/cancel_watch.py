@@ -74,6 +74,9 @@ class CancelWatch:
     def _run(self) -> None:
         while True:
             time.sleep(self.interval_s)
+            with self._lock:
+                if not self._cancel_requested:  # an idle worker leaves the database alone
+                    continue
             try:
                 close_old_connections()
                 self.poll()

@@ -92,6 +92,7 @@ class LiveStack:
     def __init__(self, db_url: str, redis_url: str, tiny_models: dict[str, Path]) -> None:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
+        self.transport: httpx.BaseTransport | None = None  # httpx's own: over the network
         self.registry = model_registry(tiny_models)
         self.search_index_path = LOG_DIR / f"search-index-{self.port}.sqlite3"
         self.env = {**os.environ, **STACK_ENV, "DATABASE_URL": db_url, "REDIS_URL": redis_url,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.live.helpers import assert_dense, events_of, reasoning_and_answer
+from tests.live.helpers import assert_dense, events_of, reasoning_and_answer, wait_until
 
 pytestmark = pytest.mark.core
 
@@ -82,3 +82,13 @@ def test_an_engine_that_dies_fails_its_response_clearly_and_the_next_one_gets_a_
     assert "engine stopped" in failed["error"]["message"] and "die after 5 tokens" in failed["error"]["message"]
     assert all(item["status"] != "in_progress" for item in failed["output"])
     assert alice.responses.create(model="echo", input="and now?").status == "completed"
+
+
+def test_beat_purges_an_unstored_response_once_it_has_ended(alice, db_access):
+    from responses_app.models import Response
+
+    unstored = alice.responses.create(model="echo", input="do not keep this", store=False).id
+    kept = alice.responses.create(model="echo", input="keep this one").id
+    # The stack's retention is 2 s, its purge interval 2 s (tests/live/stack.py).
+    wait_until(lambda: not Response.objects.filter(pk=unstored).exists(), timeout=15)
+    assert Response.objects.filter(pk=kept).exists()

@@ -22,7 +22,9 @@ from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
 from responses_app.worker.claim import claim
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.core]
+# Committed rows, never truncated (the live tests' tenants share this database): the
+# readers run in the database threads of responses_app/lib/asyncdb.py.
+pytestmark = [pytest.mark.usefixtures("db_access"), pytest.mark.core]
 OWNER = "test-worker"
 USAGE = {"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0, "cache_write_tokens": 0}, "output_tokens": 1,
          "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 2}

@@ -201,32 +201,6 @@ def test_files_the_code_writes_are_the_containers_files_and_links_are_never_foll
     assert upload_file(alice.pk, container.id, "new.txt", [b"hello"]).source == "user"
 
 
-# Committed rows: the async view authenticates in a database thread of its own, which
-# cannot see a test's uncommitted transaction.
-@pytest.mark.django_db(transaction=True)
-def test_the_content_endpoint_serves_bytes_to_the_owner_only(client, alice, alice_key, bob_key):
-    container = resolve_container(alice.pk, {"type": "auto"})
-    execute(container, "open('data.csv', 'w').write('a,b\\n1,2\\n')")
-    file_id = ContainerFile.objects.get(container=container, path="data.csv").pk
-    url = f"/v1/containers/{container.id}/files/{file_id}/content"
-
-    reply = client.get(url, HTTP_AUTHORIZATION=f"Bearer {alice_key}")
-    assert reply.status_code == 200
-    assert b"".join(reply.streaming_content) == b"a,b\n1,2\n"
-    assert reply["Content-Disposition"] == 'attachment; filename="data.csv"'
-    assert reply["Content-Security-Policy"] == "sandbox"
-
-    other = client.get(url, HTTP_AUTHORIZATION=f"Bearer {bob_key}")
-    unknown = client.get(f"/v1/containers/cntr_nope/files/{file_id}/content", HTTP_AUTHORIZATION=f"Bearer {bob_key}")
-    assert other.status_code == unknown.status_code == 404
-    assert other.json()["error"]["message"] == f"Container '{container.id}' not found or expired."
-    assert set(other.json()["error"]) == {"message", "type", "param", "code"}
-    missing = client.get(f"/v1/containers/{container.id}/files/cfile_nope/content",
-                         HTTP_AUTHORIZATION=f"Bearer {alice_key}")
-    assert missing.status_code == 404 and missing.json()["error"]["param"] == "file_id"
-    assert client.get(url).status_code == 401
-
-
 def test_the_admin_lists_containers_read_only(client, django_user_model, alice):
     container = resolve_container(alice.pk, {"type": "auto"})
     client.force_login(django_user_model.objects.create_superuser("operator", "op@example.com", "pw"))

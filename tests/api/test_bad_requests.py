@@ -13,6 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.conftest import http_client
+
 pytestmark = pytest.mark.core
 
 TABLE_TENANT = "table-tenant"
@@ -35,7 +37,7 @@ def assert_openai_error(response: httpx.Response, status: int, param: str | None
 
 
 @pytest.fixture(scope="module")
-def table_key(live_stack, django_db_blocker) -> str:
+def table_key(django_db_setup, django_db_blocker) -> str:
     from responses_app.tenancy.api_keys import create_api_key
 
     with django_db_blocker.unblock():
@@ -44,15 +46,13 @@ def table_key(live_stack, django_db_blocker) -> str:
 
 @pytest.fixture
 def table_http(stack, table_key) -> httpx.Client:
-    with httpx.Client(base_url=stack.base_url, headers={"Authorization": f"Bearer {table_key}"},
-                      timeout=30) as client:
+    with http_client(stack, table_key) as client:
         yield client
 
 
 @pytest.fixture
 def alice_http(stack, alice_key) -> httpx.Client:
-    with httpx.Client(base_url=stack.base_url, headers={"Authorization": f"Bearer {alice_key}"},
-                      timeout=60) as client:
+    with http_client(stack, alice_key) as client:
         yield client
 
 

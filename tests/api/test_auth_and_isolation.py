@@ -9,16 +9,19 @@ from __future__ import annotations
 import base64
 import re
 import secrets
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import httpx
 import openai
 import pytest
+from django.test import override_settings
 from django.utils import timezone
 
-from tests.conftest import sdk_client
-from tests.live.helpers import events_of, wait_for_status, wait_until
+from responses_app.services.recovery import purge_unstored_responses
+from tests.conftest import http_client, sdk_client
+from tests.live.helpers import events_of, wait_for_status
 
 pytestmark = pytest.mark.core
 
@@ -41,12 +44,9 @@ def assert_openai_error(response: httpx.Response, status: int) -> dict[str, Any]
 
 
 def http(stack, key: str | None = None, authorization: str | None = None) -> httpx.Client:
-    headers = {}
-    if key is not None:
-        headers["Authorization"] = f"Bearer {key}"
     if authorization is not None:
-        headers["Authorization"] = authorization
-    return httpx.Client(base_url=stack.base_url, headers=headers, timeout=60)
+        return http_client(stack, headers={"Authorization": authorization})
+    return http_client(stack, key)
 
 
 def response_counts(tenant_name: str) -> dict[str, int]:
@@ -68,26 +68,24 @@ def response_counts(tenant_name: str) -> dict[str, int]:
 # --- authentication -----------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def alice_response_id(live_stack, alice_key) -> str:
+@pytest.fixture
+def alice_response_id(stack, alice_key) -> str:
     """A finished, stored response of alice's: a real target for unauthenticated requests."""
-    response = sdk_client(live_stack, alice_key).responses.create(model="echo", input="a stored answer")
+    response = sdk_client(stack, alice_key).responses.create(model="echo", input="a stored answer")
     assert response.status == "completed"
     return response.id
 
 
-@pytest.fixture(scope="module")
-def revoked_key(live_stack, django_db_blocker) -> str:
+@pytest.fixture
+def revoked_key(stack) -> str:
     """A key of alice's tenant that worked, then was revoked."""
     from responses_app.models import ApiKey
     from responses_app.tenancy.api_keys import create_api_key
 
-    with django_db_blocker.unblock():
-        row, key = create_api_key("alice", "revoked in a test")
-    with http(live_stack, key) as client:
+    row, key = create_api_key("alice", "revoked in a test")
+    with http(stack, key) as client:
         assert client.get("/models").status_code == 200
-    with django_db_blocker.unblock():
-        ApiKey.objects.filter(pk=row.pk).update(revoked_at=timezone.now())
+    ApiKey.objects.filter(pk=row.pk).update(revoked_at=timezone.now())
     return key
 
 
@@ -359,7 +357,11 @@ def test_an_unstored_response_completes_and_streams_but_is_never_retrievable_and
                 assert without_id(raw_attempt(alice_http, name, response_id), response_id) == without_id(
                     raw_attempt(alice_http, name, NEVER_EXISTED), NEVER_EXISTED), name
 
-    wait_until(lambda: not Response.objects.filter(pk__in=unstored).exists(), timeout=15)
+    # Beat's purge, run here, with the live stack's retention (UNSTORED_RETENTION_S=2).
+    time.sleep(2)
+    with override_settings(UNSTORED_RETENTION_S=2):
+        assert purge_unstored_responses() >= 2
+    assert not Response.objects.filter(pk__in=unstored).exists()
     assert not InputItem.objects.filter(response_id__in=unstored).exists()
     assert not OutputItem.objects.filter(response_id__in=unstored).exists()
     assert not ResponseEvent.objects.filter(response_id__in=unstored).exists()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from tests.conftest import sdk_client
+from tests.conftest import http_client, sdk_client
 from tests.live.helpers import new_key
 from tests.live.test_tools import OUTPUTS, final, python_call, script
 
@@ -133,3 +133,25 @@ def test_a_read_only_key_lists_and_downloads_but_cannot_create_upload_or_delete(
     ):
         with pytest.raises(openai.PermissionDeniedError):
             attempt()
+
+
+def test_a_download_streams_the_bytes_with_headers_that_keep_browsers_from_running_them(
+        alice, stack, alice_key, settings):
+    from responses_app.api.file_download import CHUNK_BYTES
+
+    settings.CONTAINER_FILE_MAX_BYTES = 4 * CHUNK_BYTES
+    container = alice.containers.create(name="download")
+    data = bytes(range(256)) * (CHUNK_BYTES // 256 * 2 + 3)  # three chunks, the last one short
+    file = alice.containers.files.create(container.id, file=("page.html", data))
+    with http_client(stack, alice_key) as client:
+        reply = client.get(f"/containers/{container.id}/files/{file.id}/content")
+    assert reply.status_code == 200 and reply.content == data
+    assert reply.headers["content-length"] == str(len(data))
+    assert reply.headers["content-type"] == "application/octet-stream"
+    assert reply.headers["content-disposition"] == 'attachment; filename="page.html"'
+    assert (reply.headers["content-security-policy"], reply.headers["x-content-type-options"]) == ("sandbox", "nosniff")
+    with http_client(stack, alice_key) as client:
+        missing = client.get(f"/containers/{container.id}/files/cfile_nope/content")
+    assert missing.status_code == 404 and missing.json()["error"]["param"] == "file_id"
+    with http_client(stack) as client:
+        assert client.get(f"/containers/{container.id}/files/{file.id}/content").status_code == 401

@@ -1,0 +1,35 @@
+"""The API in this process (tests/inprocess.py): here ``stack`` is the ASGI application on
+an httpx transport, with the worker's task run inline, so these tests need no live stack."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from responses_app.dispatch import task_queue
+from tests.inprocess import InlineWorker, InProcessApp
+from tests.live.stack import STACK_ENV, model_registry
+
+
+@pytest.fixture(scope="session")
+def app(django_db_setup) -> Iterator[InProcessApp]:
+    app = InProcessApp()
+    yield app
+    app.close()
+
+
+@pytest.fixture
+def stack(app: InProcessApp, monkeypatch: pytest.MonkeyPatch, settings, db_access) -> Iterator[InProcessApp]:
+    """The app, with the live stack's echo models and numeric settings (its short intervals
+    and small caps), and the worker's task run inline."""
+    settings.MODEL_REGISTRY = {model: {**entry, "queue": f"model.{model}"}
+                               for model, entry in model_registry({}).items()}
+    for name, value in STACK_ENV.items():
+        current = getattr(settings, name, None)
+        if isinstance(current, int | float) and not isinstance(current, bool):
+            setattr(settings, name, type(current)(float(value)))
+    worker = InlineWorker()
+    monkeypatch.setattr(task_queue, "send", worker.send)
+    yield app
+    worker.close()
