@@ -19,6 +19,7 @@ import openai
 import pytest
 from django.db import connection
 
+from tests.helpers import new_key, new_tenant
 from tests.inprocess import InProcessApp
 from tests.live.stack import LiveStack, database_url
 
@@ -163,3 +164,25 @@ def alice(stack: LiveStack, alice_key: str) -> openai.OpenAI:
 @pytest.fixture
 def bob(stack: LiveStack, bob_key: str) -> openai.OpenAI:
     return sdk_client(stack, bob_key)
+
+
+@pytest.fixture
+def carol_tenant(db_access) -> Iterator[str]:
+    """A tenant of the test's own (a fresh name), so that its limits, endpoints and schedules
+    reach nobody else; its schedules and webhook endpoints go with the test (they would go
+    on creating responses and deliveries)."""
+    from responses_app.models import ScheduledResponse, WebhookEndpoint
+    from responses_app.schedules.service import delete_schedule
+    from responses_app.webhooks.endpoints import delete_endpoint
+
+    name = new_tenant("carol")
+    yield name
+    for schedule in ScheduledResponse.objects.filter(tenant__name=name).select_related("tenant"):
+        delete_schedule(schedule.tenant, schedule.pk)
+    for endpoint in WebhookEndpoint.objects.filter(tenant__name=name).select_related("tenant"):
+        delete_endpoint(endpoint.tenant, endpoint.pk)
+
+
+@pytest.fixture
+def carol(stack: LiveStack, carol_tenant: str) -> openai.OpenAI:
+    return sdk_client(stack, new_key(carol_tenant))

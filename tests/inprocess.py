@@ -75,11 +75,14 @@ class InProcessApp:
 
 
 class InlineWorker:
-    """The worker's task, run on one thread of this process instead of through the broker:
-    a background create is answered first, then its response runs, as with Celery."""
+    """The worker's task, run on threads of this process instead of through the broker (as
+    many as a live worker's task threads): a background create is answered first, then its
+    response runs, as with Celery."""
+
+    THREADS = 8
 
     def __init__(self) -> None:
-        self._thread = ThreadPoolExecutor(1, thread_name_prefix="in-process-worker")
+        self._thread = ThreadPoolExecutor(self.THREADS, thread_name_prefix="in-process-worker")
         self._pending: list[Any] = []
 
     def send(self, response: Any, task_id: str, priority: int = 0) -> None:

@@ -12,7 +12,7 @@ from playwright.sync_api import expect
 
 from tests.admin.conftest import OPERATOR_PASSWORD, make_operator
 from tests.admin.test_browser import admin_url, chromium, logged_in  # noqa: F401 - fixtures
-from tests.live.helpers import wait_for_status, wait_until
+from tests.helpers import wait_for_status, wait_until
 from tests.live.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.core

@@ -21,14 +21,16 @@ def app(django_db_setup) -> Iterator[InProcessApp]:
 
 @pytest.fixture
 def stack(app: InProcessApp, monkeypatch: pytest.MonkeyPatch, settings, db_access) -> Iterator[InProcessApp]:
-    """The app, with the live stack's echo models and numeric settings (its short intervals
-    and small caps), and the worker's task run inline."""
+    """The app, with the live stack's echo models and settings (its short intervals, small
+    caps and allowed hosts), and the worker's task run inline."""
     settings.MODEL_REGISTRY = {model: {**entry, "queue": f"model.{model}"}
                                for model, entry in model_registry({}).items()}
     for name, value in STACK_ENV.items():
         current = getattr(settings, name, None)
         if isinstance(current, int | float) and not isinstance(current, bool):
             setattr(settings, name, type(current)(float(value)))
+        elif isinstance(current, list):
+            setattr(settings, name, [part.strip() for part in value.split(",")])
     worker = InlineWorker()
     monkeypatch.setattr(task_queue, "send", worker.send)
     yield app

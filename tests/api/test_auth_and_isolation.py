@@ -21,7 +21,7 @@ from django.utils import timezone
 
 from responses_app.services.recovery import purge_unstored_responses
 from tests.conftest import http_client, sdk_client
-from tests.live.helpers import events_of, wait_for_status
+from tests.helpers import events_of, wait_for_status
 
 pytestmark = pytest.mark.core
 

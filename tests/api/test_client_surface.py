@@ -7,7 +7,7 @@ from __future__ import annotations
 import openai
 import pytest
 
-from tests.live.helpers import function_call_then_answer, reasoning_and_answer
+from tests.helpers import function_call_then_answer, reasoning_and_answer
 
 pytestmark = pytest.mark.core
 

@@ -8,7 +8,7 @@ import openai
 import pytest
 
 from tests.conftest import http_client, sdk_client
-from tests.live.helpers import new_key
+from tests.helpers import new_key
 from tests.live.test_tools import OUTPUTS, final, python_call, script
 
 pytestmark = pytest.mark.core

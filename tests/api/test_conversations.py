@@ -12,7 +12,7 @@ import pytest
 
 from responses_app.harmony.prompt import PromptRequest, render_prompt
 from tests.conftest import sdk_client
-from tests.live.helpers import function_call_then_answer, new_key, wait_for_status
+from tests.helpers import function_call_then_answer, new_key, wait_for_status
 
 pytestmark = pytest.mark.core
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.live.helpers import new_key, new_tenant
+from tests.helpers import new_key, new_tenant
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from agents.editor import ApplyPatchOperation, ApplyPatchResult
 from agents.tool import ShellCallOutcome, ShellCommandOutput, ShellCommandRequest, ShellResult
 from openai import AsyncOpenAI
 
-from tests.live.helpers import function_call_then_answer
+from tests.helpers import function_call_then_answer
 
 # The SDK's tracing exports to OpenAI's platform, which this server is not.
 set_tracing_disabled(True)

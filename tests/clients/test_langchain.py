@@ -8,7 +8,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
-from tests.live.helpers import function_call_then_answer
+from tests.helpers import function_call_then_answer
 
 
 @tool

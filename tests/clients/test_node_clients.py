@@ -9,7 +9,7 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.live.helpers import function_call_then_answer
+from tests.helpers import function_call_then_answer
 
 CLIENTS = Path(__file__).parent
 NODE = CLIENTS / "node_modules" / ".bin" / "node"

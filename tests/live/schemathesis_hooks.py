@@ -14,7 +14,7 @@ from typing import Any
 
 import schemathesis
 
-from tests.live.helpers import VALID_CREATES
+from tests.helpers import VALID_CREATES
 
 _creates: collections.Counter[str] = collections.Counter()
 

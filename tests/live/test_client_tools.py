@@ -11,7 +11,7 @@ import openai
 import pytest
 from openai.types.responses import ResponseApplyPatchToolCall, ResponseFunctionShellToolCall
 
-from tests.live.helpers import assert_dense, events_of
+from tests.helpers import assert_dense, events_of
 
 pytestmark = pytest.mark.core
 

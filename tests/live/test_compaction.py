@@ -11,7 +11,7 @@ import pytest
 from responses_app.context.compaction import SUMMARY_PREFIX, summary_of
 from responses_app.harmony.prompt import PromptRequest, render_prompt
 from tests.conftest import sdk_client
-from tests.live.helpers import new_key
+from tests.helpers import new_key
 
 pytestmark = pytest.mark.core
 

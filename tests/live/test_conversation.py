@@ -8,7 +8,7 @@ import openai
 import pytest
 
 from responses_app.harmony.prompt import PromptRequest, render_prompt
-from tests.live.helpers import events_of, function_call_then_answer
+from tests.helpers import events_of, function_call_then_answer
 
 pytestmark = pytest.mark.core
 

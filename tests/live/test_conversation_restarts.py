@@ -8,7 +8,7 @@ from typing import Any
 import openai
 import pytest
 
-from tests.live.helpers import wait_for_status, wait_until
+from tests.helpers import wait_for_status, wait_until
 
 pytestmark = pytest.mark.core
 SLOW = {"echo_token_delay_ms": "40"}

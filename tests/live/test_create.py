@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.live.helpers import assert_dense, events_of, reasoning_and_answer, wait_until
+from tests.helpers import assert_dense, events_of, reasoning_and_answer, wait_until
 
 pytestmark = pytest.mark.core
 

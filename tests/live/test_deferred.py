@@ -12,8 +12,7 @@ import openai
 import pytest
 from django.test import override_settings
 
-from tests.conftest import sdk_client
-from tests.live.helpers import new_key, new_tenant, wait_for_status, wait_until
+from tests.helpers import wait_for_status, wait_until
 from tests.live.stack import STACK_ENV
 
 pytestmark = pytest.mark.core
@@ -22,11 +21,6 @@ DEFERRED = {"completion_window": "2h"}
 SLOW = {"echo_token_delay_ms": "40"}  # about 2 s for SLOW_INPUT
 SLOW_INPUT = "Take your time with this one please. " * 6
 WORKER_THREADS = 16
-
-
-@pytest.fixture
-def carol(stack, db_access) -> openai.OpenAI:
-    return sdk_client(stack, new_key(new_tenant("deferred")))
 
 
 def rows(ids: list[str]) -> list:

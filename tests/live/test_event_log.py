@@ -11,7 +11,7 @@ import time
 import httpx
 import pytest
 
-from tests.live.helpers import function_call_then_answer, reasoning_and_answer, wait_until
+from tests.helpers import function_call_then_answer, reasoning_and_answer, wait_until
 
 KEEPALIVE = b": keep-alive\n\n"
 SLOW = {"echo_token_delay_ms": "4"}

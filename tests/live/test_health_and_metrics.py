@@ -22,7 +22,7 @@ from responses_app.dispatch import broker
 from responses_app.models import Response
 from responses_app.observability import collector, metrics
 from responses_app.observability.recorder import Recorder
-from tests.live.helpers import reasoning_and_answer, wait_for_status, wait_until
+from tests.helpers import reasoning_and_answer, wait_for_status, wait_until
 from tests.live.stack import free_port
 
 CHECKS = {"database", "redis", "broker", "workers"}

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.conftest import sdk_client
-from tests.live.helpers import new_key, new_tenant, read_until, reasoning_and_answer
+from tests.helpers import new_key, new_tenant, read_until, reasoning_and_answer
 
 pytestmark = pytest.mark.core
 

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 
 from responses_app.api.openapi import LINKS
-from tests.live.helpers import VALID_CREATES
+from tests.helpers import VALID_CREATES
 from tests.live.stack import LiveStack
 from tests.live.webhook_receiver import Receiver
 

@@ -11,7 +11,7 @@ import httpx
 import openai
 import pytest
 
-from tests.live.helpers import (
+from tests.helpers import (
     TERMINAL_EVENTS,
     assert_dense,
     events_of,

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.live.helpers import events_of, reasoning_and_answer, wait_until
+from tests.helpers import events_of, reasoning_and_answer, wait_until
 
 pytestmark = pytest.mark.core
 

@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from tests.live.helpers import assert_dense
+from tests.helpers import assert_dense
 from tests.live.stack import LiveStack, free_port
 from tests.tools.mcp_server import start_mcp_server
 

@@ -16,7 +16,7 @@ import openai
 import psutil
 import pytest
 
-from tests.live.helpers import (
+from tests.helpers import (
     TERMINAL_EVENTS,
     assert_dense,
     ended,

@@ -17,7 +17,7 @@ import pytest
 from websockets.exceptions import ConnectionClosed
 
 from tests.conftest import sdk_client
-from tests.live.helpers import (
+from tests.helpers import (
     TERMINAL_EVENTS,
     assert_dense,
     ended,

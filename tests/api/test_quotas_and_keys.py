@@ -1,4 +1,4 @@
-"""Per-tenant quotas, key scopes and expiry, and daily usage, through the live stack.
+"""Per-tenant quotas, key scopes and expiry, and daily usage, against the API in this process.
 
 Every test makes tenants of its own (fresh names), so the limits it sets never reach
 alice, bob or another test, and each quota test shows a second tenant unaffected.
@@ -14,9 +14,9 @@ import openai
 import pytest
 from django.utils import timezone
 
+from tests import helpers
 from tests.conftest import sdk_client
-from tests.live import helpers
-from tests.live.helpers import events_of, new_key, reasoning_and_answer, wait_for_status
+from tests.helpers import events_of, new_key, reasoning_and_answer, wait_for_status
 
 pytestmark = pytest.mark.core
 

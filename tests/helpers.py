@@ -1,4 +1,5 @@
-"""Helpers for end-to-end tests: echo scripts, stream collection, invariant checks."""
+"""Helpers for the API tests, in process and live: echo scripts, stream collection,
+tenants and keys, waits, invariant checks."""
 
 from __future__ import annotations
 
@@ -6,6 +7,7 @@ import time
 import uuid
 from typing import Any
 
+import httpx
 import openai
 
 TERMINAL_EVENTS = {"response.completed", "response.failed", "response.incomplete"}
@@ -128,3 +130,19 @@ VALID_CREATES: dict[str, dict[str, Any]] = {
     "POST /v1/scheduled_responses": {"name": "stateful", "schedule": {"every_seconds": 3600},
                                      "request": {"model": "echo", "input": "Hi"}},
 }
+
+
+class ExtensionApi:
+    """The extension endpoints, called as a client would with the SDK's own transport."""
+
+    def __init__(self, client: openai.OpenAI) -> None:
+        self.client = client
+
+    def post(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        return self.client.post(path, body=body, cast_to=httpx.Response).json()
+
+    def get(self, path: str, **query: Any) -> dict[str, Any]:
+        return self.client.get(path, options={"params": query}, cast_to=httpx.Response).json()
+
+    def delete(self, path: str) -> dict[str, Any]:
+        return self.client.delete(path, cast_to=httpx.Response).json()
