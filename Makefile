@@ -154,7 +154,10 @@ run: setup
 # One `make test` at a time per tree (a lock, so a second one waits instead of wiping the
 # first one's services); services are started fresh (stale ones from an aborted run are
 # stopped first) and stopped on any exit. pytest's exit code 5 (no tests collected) is
-# not a failure; every other non-zero code is.
+# not a failure; every other non-zero code is. The tests run in TEST_WORKERS pytest-xdist
+# workers, a file at a time (a file's module fixtures and order are kept); each worker has
+# its own test database, Redis database and live stack (tests/conftest.py).
+TEST_WORKERS ?= 3
 test: setup browser clients
 	@mkdir -p .run test-artifacts
 	exec 9>.run/test.lock
@@ -176,12 +179,12 @@ test: setup browser clients
 	echo "== ruff check ."
 	ruff check . 9>&- || failed="$$failed ruff"
 	echo "== pytest on PostgreSQL ($$DATABASE_URL)"
-	run_pytest postgres --junitxml=test-artifacts/junit-postgres.xml || failed="$$failed pytest-postgres"
+	run_pytest postgres -n $(TEST_WORKERS) --dist loadfile --junitxml=test-artifacts/junit-postgres.xml || failed="$$failed pytest-postgres"
 	sqlite_dir=$(CURDIR)/.run/test/sqlite
 	rm -rf "$$sqlite_dir" && mkdir -p "$$sqlite_dir"
 	echo "== pytest -m core on SQLite"
 	(export DATABASE_URL="sqlite:///$$sqlite_dir/test.sqlite3"
-	 run_pytest sqlite -m core --junitxml=test-artifacts/junit-sqlite.xml) || failed="$$failed pytest-sqlite"
+	 run_pytest sqlite -m core -n $(TEST_WORKERS) --dist loadfile --junitxml=test-artifacts/junit-sqlite.xml) || failed="$$failed pytest-sqlite"
 	if [ -n "$$failed" ]; then echo "test: FAILED:$$failed" >&2; exit 1; fi
 	echo "test: all passed"
 

@@ -13,10 +13,12 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 import openai
 import pytest
+from django.conf import settings
 from django.db import connection
 
 from tests.helpers import new_key, new_tenant
@@ -26,6 +28,19 @@ from tests.live.stack import LiveStack, database_url
 # The fixtures that start servers in processes of their own: the live stack, and the
 # fault suite's stack on services of its own.
 LIVE_FIXTURES = frozenset({"live_stack", "fault_stack"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist each worker has a Redis database of its own, as it has a test
+    database of its own: its live stack's queues, quotas and beat reach no other worker's.
+    Database 0 stays the serial run's."""
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    from project.celery import app
+
+    url = urlsplit(settings.REDIS_URL)._replace(path=f"/{1 + int(worker.removeprefix('gw'))}").geturl()
+    settings.REDIS_URL = settings.CELERY_BROKER_URL = app.conf.broker_url = url
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -68,8 +83,6 @@ def tiny_models() -> dict[str, Path]:
     installed (`make setup` installs it)."""
     if importlib.util.find_spec("vllm") is None:
         return {}
-    from django.conf import settings
-
     from responses_app.devtools.tiny_models import ensure_model
 
     cache = settings.BASE_DIR / ".cache" / "models"
@@ -80,8 +93,7 @@ def tiny_models() -> dict[str, Path]:
 def live_stack(django_db_setup, django_db_blocker, tiny_models) -> Iterator[LiveStack]:
     with django_db_blocker.unblock():
         db_url = database_url(connection.settings_dict)
-    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-    stack = LiveStack(db_url, redis_url, tiny_models)
+    stack = LiveStack(db_url, settings.REDIS_URL, tiny_models)
     try:
         for name in ("web", "worker", "beat"):
             stack.start(name)

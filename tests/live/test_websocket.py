@@ -30,6 +30,7 @@ from tests.helpers import (
     wait_for_status,
     without_lane,
 )
+from tests.live.stack import LOG_DIR
 
 pytestmark = pytest.mark.core
 
@@ -363,6 +364,27 @@ def test_a_web_restart_mid_response_is_resumed_on_the_new_process(alice_key: str
         stack.ensure_running()
     assert reconnects >= 1
     assert_each_response_as_replayed(alice, events)
+
+
+def test_a_web_process_stopped_with_sockets_open_ends_every_task_they_started(alice: openai.OpenAI, stack):
+    """SIGTERM, as a deployment stops Daphne, while sockets follow running responses on
+    named lanes: each socket's lanes and presence renewal end before the process does."""
+    log = LOG_DIR / f"web-{stack.port}.log"
+    start = log.stat().st_size
+    connections = [alice.responses.connect().__enter__() for _ in range(3)]
+    try:
+        for connection in connections:
+            for lane in ("a", "b"):
+                connection.response.create(model="echo", input="Long " * 100, stream_id=lane, metadata=SLOW)
+            read_until(connection, lambda events: events[-1]["type"] == "response.output_text.delta")
+        stack.kill("web", signal.SIGTERM)
+    finally:
+        for connection in connections:
+            connection.close()
+        stack.ensure_running()
+    with log.open("rb") as written:
+        written.seek(start)
+        assert b"Task was destroyed" not in written.read()
 
 
 def test_a_socket_gone_for_good_cancels_its_foreground_responses_and_not_its_background_ones(

@@ -13,6 +13,7 @@ session so that a reconnecting socket resumes it; ``starting_after=<response id>
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import re
 import uuid
@@ -83,11 +84,22 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             for start in starts:
                 self._lane(start.stream_id).follow(start.response_id)
 
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            # Daphne's shutdown cancels the socket without a disconnect and waits for it,
+            # not for the tasks it started: they end here, or are collected pending.
+            await self._stop_tasks()
+
+    async def _stop_tasks(self) -> None:
+        if hasattr(self, "lanes"):
+            await asyncio.gather(*(lane.stop() for lane in self.lanes.values()), self.presence.stop())
+
     async def disconnect(self, code: int) -> None:
         if not hasattr(self, "lanes"):
             return  # refused at the handshake
-        for lane in self.lanes.values():
-            lane.stop()
+        await self._stop_tasks()
         if not await self.presence.leave():
             await db(sockets.detach)(self.caller.tenant, self.session)
         await self.redis.aclose()

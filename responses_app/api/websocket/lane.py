@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 from responses_app import selectors
 from responses_app.api.websocket.messages import steer_failed, steer_pending, stream_messages
 from responses_app.lib.asyncdb import db
+from responses_app.lib.tasks import cancel_and_wait
 from responses_app.models import EventNames, SteerState
 from responses_app.sessions import lanes, steering
 from responses_app.stream.event_log import Frames
@@ -40,8 +41,8 @@ class Lane:
         known to be committed (a create on this socket), sent without reading it back."""
         self._queue.put_nowait((response_id, created))
 
-    def stop(self) -> None:
-        self._task.cancel()
+    async def stop(self) -> None:
+        await cancel_and_wait(self._task)
 
     async def _run(self) -> None:
         while True:

@@ -18,6 +18,7 @@ import time
 import redis.asyncio as aioredis
 from django.conf import settings
 
+from responses_app.lib.tasks import cancel_and_wait
 from responses_app.sessions.sockets import presence_key
 
 log = logging.getLogger(__name__)
@@ -34,10 +35,13 @@ class SessionPresence:
         await self._renew()
         self._renewal = asyncio.create_task(self._keep_renewing())
 
+    async def stop(self) -> None:
+        """Stop renewing (the entry lapses after the grace period, as a lost socket's does)."""
+        await cancel_and_wait(self._renewal)
+
     async def leave(self) -> bool:
         """Remove this socket; whether another socket of the session is still live."""
-        if self._renewal is not None:
-            self._renewal.cancel()
+        await self.stop()
         try:
             async with self._client.pipeline(transaction=True) as pipe:
                 _, others = await pipe.zrem(self._key, self._socket_id).zcount(self._key, time.time(), "+inf").execute()
