@@ -146,3 +146,32 @@ class ExtensionApi:
 
     def delete(self, path: str) -> dict[str, Any]:
         return self.client.delete(path, cast_to=httpx.Response).json()
+
+
+ERROR_KEYS = {"message", "type", "param", "code"}
+
+
+def assert_openai_error(response: httpx.Response, status: int, param: str | None = None) -> dict[str, Any]:
+    """The response is ``status`` with exactly ``{"error": {message, type, param, code}}``."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith("application/json")
+    body = response.json()
+    assert set(body) == {"error"}
+    error = body["error"]
+    assert set(error) == ERROR_KEYS
+    assert isinstance(error["message"], str) and error["message"].strip()
+    assert error["type"] == "invalid_request_error"
+    assert error["param"] == param
+    assert error["code"] is None or isinstance(error["code"], str)
+    return error
+
+
+def tenant_row_counts(tenant_name: str) -> dict[str, int]:
+    from responses_app.models import InputItem, OutputItem, Response, ResponseEvent
+
+    return {
+        "responses": Response.objects.filter(tenant__name=tenant_name).count(),
+        "input_items": InputItem.objects.filter(response__tenant__name=tenant_name).count(),
+        "output_items": OutputItem.objects.filter(response__tenant__name=tenant_name).count(),
+        "events": ResponseEvent.objects.filter(response__tenant__name=tenant_name).count(),
+    }

@@ -21,11 +21,10 @@ from django.utils import timezone
 
 from responses_app.services.recovery import purge_unstored_responses
 from tests.conftest import http_client, sdk_client
-from tests.helpers import events_of, wait_for_status
+from tests.helpers import ERROR_KEYS, events_of, wait_for_status
 
 pytestmark = pytest.mark.core
 
-ERROR_KEYS = {"message", "type", "param", "code"}
 NEVER_EXISTED = "resp_" + "0123456789abcdef" * 3
 # A response that runs for a few seconds: the echo answer repeats the input, one token per 20 ms.
 SLOW_INPUT = "Count these words slowly please. " * 20

@@ -14,26 +14,11 @@ import httpx
 import pytest
 
 from tests.conftest import http_client
+from tests.helpers import assert_openai_error, tenant_row_counts
 
 pytestmark = pytest.mark.core
 
 TABLE_TENANT = "table-tenant"
-ERROR_KEYS = {"message", "type", "param", "code"}
-
-
-def assert_openai_error(response: httpx.Response, status: int, param: str | None = None) -> dict[str, Any]:
-    """The response is ``status`` with exactly ``{"error": {message, type, param, code}}``."""
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith("application/json")
-    body = response.json()
-    assert set(body) == {"error"}
-    error = body["error"]
-    assert set(error) == ERROR_KEYS
-    assert isinstance(error["message"], str) and error["message"].strip()
-    assert error["type"] == "invalid_request_error"
-    assert error["param"] == param
-    assert error["code"] is None or isinstance(error["code"], str)
-    return error
 
 
 @pytest.fixture(scope="module")
@@ -54,17 +39,6 @@ def table_http(stack, table_key) -> httpx.Client:
 def alice_http(stack, alice_key) -> httpx.Client:
     with http_client(stack, alice_key) as client:
         yield client
-
-
-def tenant_row_counts(tenant_name: str) -> dict[str, int]:
-    from responses_app.models import InputItem, OutputItem, Response, ResponseEvent
-
-    return {
-        "responses": Response.objects.filter(tenant__name=tenant_name).count(),
-        "input_items": InputItem.objects.filter(response__tenant__name=tenant_name).count(),
-        "output_items": OutputItem.objects.filter(response__tenant__name=tenant_name).count(),
-        "events": ResponseEvent.objects.filter(response__tenant__name=tenant_name).count(),
-    }
 
 
 def user_message(content: Any, **extra: Any) -> list[dict[str, Any]]:

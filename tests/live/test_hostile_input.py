@@ -18,8 +18,7 @@ import openai
 import pytest
 
 from tests.conftest import sdk_client
-from tests.helpers import ended, new_key, new_tenant, read_until, wait_until
-from tests.live.test_bad_requests import assert_openai_error, tenant_row_counts
+from tests.helpers import assert_openai_error, ended, new_key, new_tenant, read_until, tenant_row_counts, wait_until
 from tests.live.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.core
