@@ -9,7 +9,6 @@ from django.contrib.auth.models import Permission, User
 
 from responses_app.models import Response, Tenant
 from responses_app.services.create import create_response
-from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
 
 OPERATOR_PASSWORD = "operator-pw-1"
@@ -40,12 +39,6 @@ def operator_client(client, db):
 def viewer_client(client, db):
     client.force_login(make_viewer())
     return client
-
-
-@pytest.fixture
-def tenant(db) -> Tenant:
-    key, _ = create_api_key("frank")
-    return key.tenant
 
 
 def create(tenant: Tenant, django_capture_on_commit_callbacks: Any, **body: Any) -> Response:

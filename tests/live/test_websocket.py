@@ -390,7 +390,7 @@ def test_a_web_process_stopped_with_sockets_open_ends_every_task_they_started(al
 def test_a_socket_gone_for_good_cancels_its_foreground_responses_and_not_its_background_ones(
         alice: openai.OpenAI):
     with alice.responses.connect() as connection:
-        connection.response.create(model="echo", input="Long foreground work. " * 20, stream_id="fg",
+        connection.response.create(model="echo", input="Long foreground work. " * 60, stream_id="fg",
                                    metadata={"echo_token_delay_ms": "100"})
         connection.response.create(model="echo", input="Background work. " * 3, stream_id="bg", background=True,
                                    metadata={"echo_token_delay_ms": "50"})
