@@ -180,6 +180,7 @@ CELERY_BEAT_SCHEDULE = {
     "dispatch-deferred-responses": _every("dispatch_deferred", env_float("DEFERRED_DISPATCH_INTERVAL_S", 2.0)),
     "send-due-webhooks": _every("send_due_webhooks", env_float("WEBHOOK_SWEEP_INTERVAL_S", 10.0)),
     "cancel-detached-responses": _every("cancel_detached", env_float("DETACHED_SWEEP_INTERVAL_S", 5.0)),
+    "purge-expired-files": _every("purge_expired_files", env_float("FILE_PURGE_INTERVAL_S", 300.0)),
     "expire-idle-containers": {
         "task": "tools_app.tasks.expire_idle_containers",
         "schedule": max(1, round(env_float("CONTAINER_EXPIRY_INTERVAL_S", 60.0))),
@@ -298,6 +299,22 @@ TOOLS_ALLOWED_PRIVATE_HOSTS = [h.strip() for h in os.environ.get("TOOLS_ALLOWED_
 # server (label) to search with instead.
 WEB_SEARCH_INDEX_PATH = Path(os.environ.get("WEB_SEARCH_INDEX_PATH", RUN_DIR / "search-index.sqlite3"))
 WEB_SEARCH_MCP_SERVER = os.environ.get("WEB_SEARCH_MCP_SERVER", "")
+
+# --- Files (client.files) ------------------------------------------------------------------
+# The bytes of uploaded files and batch outputs go to the "files" storage: a directory of
+# the local file system (FILES_DIR), one object per file under its tenant's id.
+FILES_DIR = Path(os.environ.get("FILES_DIR", RUN_DIR / "files"))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+    "files": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(FILES_DIR)}},
+}
+# The largest upload (bytes), and for purpose "batch" the largest file and most lines (OpenAI's).
+FILE_MAX_BYTES = int(env_float("FILE_MAX_BYTES", 512 * 2**20))
+BATCH_FILE_MAX_BYTES = int(env_float("BATCH_FILE_MAX_BYTES", 200 * 2**20))
+BATCH_FILE_MAX_LINES = int(env_float("BATCH_FILE_MAX_LINES", 50_000))
+# A batch input file expires this long after its upload unless expires_after says otherwise.
+BATCH_FILE_DEFAULT_EXPIRY_S = int(env_float("BATCH_FILE_DEFAULT_EXPIRY_S", 30 * 86400))
 
 # --- Limits on what a client sends (README "Limits and abuse") ------------------------------
 # A JSON body (every endpoint but file uploads): at most this many bytes, nested at most

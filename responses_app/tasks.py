@@ -7,6 +7,7 @@ from celery import shared_task
 from responses_app.dispatch import deferred
 from responses_app.dispatch.task_queue import RUN_RESPONSE_TASK
 from responses_app.engines import control, startup  # noqa: F401  (an inspect command; engine start at worker init)
+from responses_app.files import store as file_store
 from responses_app.schedules import runs as schedule_runs
 from responses_app.schedules.beat_entries import RUN_SCHEDULED_TASK
 from responses_app.services import recovery, redelivery
@@ -50,6 +51,11 @@ def pack_event_logs() -> int:
 @shared_task(name="responses_app.tasks.purge_expired_responses")
 def purge_expired_responses() -> int:
     return retention.purge_expired()
+
+
+@shared_task(name="responses_app.tasks.purge_expired_files")
+def purge_expired_files() -> int:
+    return file_store.purge_expired()
 
 
 @shared_task(name="responses_app.tasks.dispatch_deferred")

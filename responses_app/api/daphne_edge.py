@@ -62,11 +62,11 @@ class EdgeWebRequest(http_protocol.WebRequest):
         if not isinstance(self.channel, http.HTTPChannel):  # HTTP/2 (TLS only): left as it is
             return super().gotLength(length)
         headers = {name.lower(): values[-1] for name, values in self.requestHeaders.getAllRawHeaders()}
-        self._body_limit = body_limit(headers)
+        path = getattr(self.channel, "_path", b"")
+        self._body_limit = body_limit(path, headers)
         if length is not None and length > self._body_limit:
             return self._refuse(RequestTooLarge(f"The request body ({length} bytes) is larger than "
                                                 f"{self._body_limit} bytes."))
-        path = getattr(self.channel, "_path", b"")
         if length != 0 and path.startswith(API_PREFIX):
             authorization = headers.get(b"authorization", b"").decode("latin-1")
             try:

@@ -14,12 +14,15 @@ from django.conf import settings
 
 from responses_app.wire.errors import APIError, InvalidRequest
 
+FILES_PATH = b"/v1/files"
 
-def body_limit(headers: dict[bytes, bytes]) -> int:
+
+def body_limit(path: bytes, headers: dict[bytes, bytes]) -> int:
     """The most bytes a body may have: a file upload's cap (plus room for the multipart
-    framing), or the JSON body cap."""
+    framing: the Files API's, or a container file's), or the JSON body cap."""
     if headers.get(b"content-type", b"").lower().startswith(b"multipart/form-data"):
-        return settings.CONTAINER_FILE_MAX_BYTES + 2**20
+        cap = settings.FILE_MAX_BYTES if path.split(b"?", 1)[0] == FILES_PATH else settings.CONTAINER_FILE_MAX_BYTES
+        return cap + 2**20
     return settings.JSON_BODY_MAX_BYTES
 
 

@@ -7,9 +7,8 @@ memory per download. Here each chunk is read on a thread and sent before the nex
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import AsyncIterator
-from typing import BinaryIO
+from typing import IO
 
 from django.http import StreamingHttpResponse
 from django.utils.http import content_disposition_header
@@ -17,9 +16,9 @@ from django.utils.http import content_disposition_header
 CHUNK_BYTES = 256 * 1024
 
 
-def attachment(file: BinaryIO, filename: str, content_type: str = "application/octet-stream") -> StreamingHttpResponse:
-    """The open ``file`` (closed once sent) as a download named ``filename``."""
-    size = os.fstat(file.fileno()).st_size
+def attachment(file: IO[bytes], filename: str, size: int,
+               content_type: str = "application/octet-stream") -> StreamingHttpResponse:
+    """The open ``file`` of ``size`` bytes (closed once sent) as a download named ``filename``."""
 
     async def chunks() -> AsyncIterator[bytes]:
         try:

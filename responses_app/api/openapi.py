@@ -16,7 +16,7 @@ from django.http import HttpResponseBase, JsonResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
-from openai.types import ContainerCreateResponse, ContainerListResponse, ContainerRetrieveResponse, Model
+from openai.types import ContainerCreateResponse, ContainerListResponse, ContainerRetrieveResponse, FileObject, Model
 from openai.types.container_create_params import ContainerCreateParams
 from openai.types.containers import FileCreateResponse, FileListResponse, FileRetrieveResponse
 from openai.types.conversations import (
@@ -100,6 +100,7 @@ SDK_TYPES = (
     ("ContainerFileListResponse", FileListResponse, "serialization"),
     ("ContainerFileRetrieveResponse", FileRetrieveResponse, "serialization"),
     ("InputTokenCountResponse", InputTokenCountResponse, "serialization"),
+    ("FileObject", FileObject, "serialization"),
 )
 ERROR = {
     "type": "object",
@@ -283,6 +284,28 @@ SCHEDULE_RUNS = extend_schema(
     operation_id="listScheduledResponseRuns", summary="List the responses a schedule created, newest first",
     parameters=PAGE, responses={200: OpenApiResponse(list_of(ref("Response")))})
 
+FILE_CREATE = extend_schema(
+    operation_id="createFile", summary="Upload a file",
+    request={"multipart/form-data": {
+        "type": "object", "required": ["file", "purpose"],
+        "properties": {"file": {"type": "string", "format": "binary"},
+                       "purpose": {"type": "string", "enum": ["assistants", "batch", "fine-tune", "vision", "user_data",
+                                                              "evals"]},
+                       "expires_after[anchor]": {"type": "string", "enum": ["created_at"]},
+                       "expires_after[seconds]": {"type": "integer", "minimum": 3600, "maximum": 2592000}}}},
+    responses={200: OpenApiResponse(ref("FileObject"))})
+FILE_LIST = extend_schema(
+    operation_id="listFiles", summary="List the files",
+    parameters=[*PAGE, OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc."),
+                OpenApiParameter("purpose", str, description="Only the files of this purpose.")],
+    responses={200: OpenApiResponse(list_of(ref("FileObject")))})
+FILE_RETRIEVE = extend_schema(operation_id="retrieveFile", summary="Retrieve a file",
+                              responses={200: OpenApiResponse(ref("FileObject"))})
+FILE_DELETE = extend_schema(operation_id="deleteFile", summary="Delete a file and its bytes",
+                            responses={200: OpenApiResponse(deleted("file"))})
+FILE_CONTENT = extend_schema(
+    operation_id="retrieveFileContent", summary="Download a file's bytes",
+    responses={(200, "application/octet-stream"): OpenApiResponse({"type": "string", "contentEncoding": "binary"})})
 CONTAINER_CREATE = extend_schema(
     operation_id="createContainer", summary="Create a code interpreter container",
     request={"application/json": ref("ContainerCreateParams")},
@@ -370,6 +393,7 @@ LINKS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
     "createConversationItems": ({"conversation_id": "$request.path.conversation_id",
                                  "item_id": "$response.body#/data/0/id"},
                                 ("retrieveConversationItem", "deleteConversationItem")),
+    "createFile": ({"file_id": "$response.body#/id"}, ("retrieveFile", "retrieveFileContent", "deleteFile")),
     "createContainer": ({"container_id": "$response.body#/id"},
                         ("retrieveContainer", "createContainerFile", "listContainerFiles", "deleteContainer")),
     "createContainerFile": ({"container_id": "$request.path.container_id", "file_id": "$response.body#/id"},

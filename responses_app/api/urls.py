@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from responses_app.api import containers, conversations, openapi, scheduled_responses, views, webhooks
+from responses_app.api import containers, conversations, files, openapi, scheduled_responses, views, webhooks
 
 urlpatterns = [
     path("responses", views.ResponsesView.as_view()),
@@ -20,6 +20,9 @@ urlpatterns = [
     path("conversations/<str:conversation_id>/items/<str:item_id>", conversations.ConversationItemView.as_view()),
     path("models", views.ModelsView.as_view()),
     path("models/<str:model_id>", views.ModelView.as_view()),
+    path("files", files.FilesView.as_view()),
+    path("files/<str:file_id>", files.FileView.as_view()),
+    path("files/<str:file_id>/content", files.FileContentView.as_view()),
     path("containers", containers.ContainersView.as_view()),
     path("containers/<str:container_id>", containers.ContainerView.as_view()),
     path("containers/<str:container_id>/files", containers.ContainerFilesView.as_view()),

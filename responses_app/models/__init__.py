@@ -1,7 +1,8 @@
 """The models, by what they persist: responses and their streams, conversations, webhooks,
-schedules."""
+schedules, files."""
 
 from responses_app.models.conversations import Conversation, ConversationItem
+from responses_app.models.files import UPLOAD_PURPOSES, FilePurpose, StoredFile
 from responses_app.models.responses import (
     ACTIVE_STATUSES,
     TERMINAL_EVENT_TYPES,
@@ -29,6 +30,7 @@ from responses_app.models.webhooks import DeliveryStatus, WebhookAttempt, Webhoo
 __all__ = [
     "ACTIVE_STATUSES", "TERMINAL_EVENTS", "TERMINAL_EVENT_TYPES", "TERMINAL_STATUSES", "WEBHOOK_EVENTS", "ApiKey",
     "ApiKeyScope", "Conversation", "ConversationItem", "DeferredState", "DeliveryStatus", "EventLog", "EventNames",
+    "FilePurpose", "StoredFile", "UPLOAD_PURPOSES",
     "InputItem", "OutputItem", "Response", "ResponseEvent", "ResponseStatus", "ResponseSteer", "RunStatus",
     "ScheduledResponse", "ScheduledRun", "SteerState", "Tenant", "TenantDailyUsage", "WebhookAttempt",
     "WebhookDelivery", "WebhookEndpoint", "new_response_id",

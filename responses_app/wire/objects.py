@@ -165,6 +165,13 @@ def list_object(data: list[dict[str, Any]], has_more: bool) -> dict[str, Any]:
             "last_id": data[-1]["id"] if data else None, "has_more": has_more}
 
 
+def file_object(file: Any) -> dict[str, Any]:
+    """A file of the Files API (StoredFile) as ``client.files`` types it (FileObject)."""
+    return {"id": file.pk, "object": "file", "bytes": file.bytes, "created_at": int(file.created_at.timestamp()),
+            "filename": file.filename, "purpose": file.purpose, "status": "processed",
+            "expires_at": int(file.expires_at.timestamp()) if file.expires_at else None, "status_details": None}
+
+
 def container_object(container: Any) -> dict[str, Any]:
     """A code interpreter container (tools_app's Container) as ``client.containers`` types it."""
     return {"id": container.pk, "object": "container", "name": container.name, "status": container.status,

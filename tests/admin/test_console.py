@@ -330,3 +330,22 @@ def test_a_conversation_shows_its_items_in_order_each_with_the_response_it_came_
         operator_client.get(page(response)).content.decode()
     listing = operator_client.get("/admin/responses_app/conversation/").content.decode()
     assert conversation.pk in listing
+
+
+def test_the_admin_lists_files_read_only_and_a_delete_takes_the_bytes(operator_client, tenant, settings, tmp_path,
+                                                                      django_capture_on_commit_callbacks):
+    from django.contrib.admin.utils import quote
+    from django.core.files.base import ContentFile
+
+    from responses_app.files import store
+
+    settings.STORAGES = {**settings.STORAGES, "files": {**settings.STORAGES["files"],
+                                                         "OPTIONS": {"location": str(tmp_path)}}}
+    row = store.create_file(tenant, ContentFile(b"hello", name="a.txt"), "a.txt", "user_data", None)
+    assert row.id in operator_client.get("/admin/responses_app/storedfile/").content.decode()
+    change = f"/admin/responses_app/storedfile/{quote(row.id)}/change/"
+    assert 'name="filename"' not in operator_client.get(change).content.decode()
+    assert operator_client.get("/admin/responses_app/storedfile/add/").status_code == 403
+    with django_capture_on_commit_callbacks(execute=True):
+        reply = operator_client.post(f"/admin/responses_app/storedfile/{quote(row.id)}/delete/", {"post": "yes"})
+    assert reply.status_code == 302 and not store.file_storage().exists(row.storage_name)

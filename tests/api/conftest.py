@@ -20,9 +20,10 @@ def app(django_db_setup) -> Iterator[InProcessApp]:
 
 
 @pytest.fixture
-def stack(app: InProcessApp, monkeypatch: pytest.MonkeyPatch, settings, db_access) -> Iterator[InProcessApp]:
+def stack(app: InProcessApp, monkeypatch: pytest.MonkeyPatch, settings, tmp_path, db_access) -> Iterator[InProcessApp]:
     """The app, with the live stack's echo models and settings (its short intervals, small
-    caps and allowed hosts), and the worker's task run inline."""
+    caps and allowed hosts), the files storage in the test's own directory, and the
+    worker's task run inline."""
     settings.MODEL_REGISTRY = {model: {**entry, "queue": f"model.{model}"}
                                for model, entry in model_registry({}).items()}
     for name, value in STACK_ENV.items():
@@ -31,6 +32,8 @@ def stack(app: InProcessApp, monkeypatch: pytest.MonkeyPatch, settings, db_acces
             setattr(settings, name, type(current)(float(value)))
         elif isinstance(current, list):
             setattr(settings, name, [part.strip() for part in value.split(",")])
+    settings.STORAGES = {**settings.STORAGES, "files": {**settings.STORAGES["files"],
+                                                         "OPTIONS": {"location": str(tmp_path / "files")}}}
     worker = InlineWorker()
     monkeypatch.setattr(task_queue, "send", worker.send)
     yield app

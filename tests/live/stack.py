@@ -47,6 +47,9 @@ STACK_ENV = {
     "WS_RESUME_GRACE_S": "3",
     # containers.files.create refuses a file above 64 KiB here (the test of the cap).
     "CONTAINER_FILE_MAX_BYTES": "65536",
+    # files.create refuses a body above 4 MiB (plus the multipart framing) here.
+    "FILE_MAX_BYTES": str(4 * 2**20),
+    "FILE_PURGE_INTERVAL_S": "1",
     "DETACHED_SWEEP_INTERVAL_S": "1",
 }
 
@@ -100,6 +103,7 @@ class LiveStack:
                     "MODEL_REGISTRY": json.dumps(self.registry),
                     "PUBLIC_BASE_URL": f"http://127.0.0.1:{self.port}",
                     "CONTAINERS_DIR": str(LOG_DIR / f"containers-{self.port}"),
+                    "FILES_DIR": str(LOG_DIR / f"files-{self.port}"),
                     "WEB_SEARCH_INDEX_PATH": str(self.search_index_path)}
         self.queue = f"test-{self.port}"
         self.processes: dict[str, subprocess.Popen] = {}

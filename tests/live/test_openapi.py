@@ -61,6 +61,10 @@ CONVERSATION_OPERATIONS = {
     ("GET", "/v1/conversations/{conversation_id}/items/{item_id}"),
     ("DELETE", "/v1/conversations/{conversation_id}/items/{item_id}"),
 }
+FILE_OPERATIONS = {
+    ("POST", "/v1/files"), ("GET", "/v1/files"), ("GET", "/v1/files/{file_id}"), ("DELETE", "/v1/files/{file_id}"),
+    ("GET", "/v1/files/{file_id}/content"),
+}
 CONTAINER_OPERATIONS = {
     ("POST", "/v1/containers"), ("GET", "/v1/containers"), ("GET", "/v1/containers/{container_id}"),
     ("DELETE", "/v1/containers/{container_id}"), ("POST", "/v1/containers/{container_id}/files"),
@@ -83,6 +87,7 @@ def test_the_document_lists_every_operation_with_its_error_shape(stack: LiveStac
         ("POST", "/v1/responses/input_tokens"), ("POST", "/v1/responses/compact"),
         ("GET", "/v1/models"), ("GET", "/v1/models/{model_id}"),
         *WEBHOOK_OPERATIONS, *SCHEDULE_OPERATIONS, *CONVERSATION_OPERATIONS, *CONTAINER_OPERATIONS,
+        *FILE_OPERATIONS,
     }
     create = document["paths"]["/v1/responses"]["post"]
     assert set(create["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
@@ -98,7 +103,8 @@ OPERATIONS = [
     "POST /v1/responses/{response_id}/cancel", "GET /v1/responses/{response_id}/input_items",
     "POST /v1/responses/input_tokens", "POST /v1/responses/compact", "GET /v1/models", "GET /v1/models/{model_id}",
     *sorted(f"{method} {path}" for method, path in
-            WEBHOOK_OPERATIONS | SCHEDULE_OPERATIONS | CONVERSATION_OPERATIONS | CONTAINER_OPERATIONS),
+            WEBHOOK_OPERATIONS | SCHEDULE_OPERATIONS | CONVERSATION_OPERATIONS | CONTAINER_OPERATIONS
+            | FILE_OPERATIONS),
 ]
 
 
@@ -141,6 +147,8 @@ def strategy(operation: schemathesis.APIOperation, label: str, mode: GenerationM
     their 200s are checked too; invalid ones get whatever is generated."""
     if mode is GenerationMode.NEGATIVE:
         return operation.as_strategy(generation_mode=mode)
+    # A file_id is a container file's under /v1/containers, a Files API file's under /v1/files.
+    ids = {**ids, "file_id": ids["uploaded_file_id"]} if label.split()[1].startswith("/v1/files") else ids
     known = {name: ids[name] for name in re.findall(r"{(\w+)}", label) if name in ids}
     cases = operation.as_strategy(generation_mode=mode, path_parameters=known or None)
     if label.startswith("POST /v1/webhook_endpoints"):
@@ -186,6 +194,7 @@ def test_every_operation_keeps_to_the_document(stack: LiveStack, alice, alice_ke
     ids["item_id"] = alice.conversations.items.list(conversation.id).data[0].id
     ids["container_id"] = alice.containers.create(name="schemathesis").id
     ids["file_id"] = alice.containers.files.create(ids["container_id"], file=("a.txt", b"a")).id
+    ids["uploaded_file_id"] = alice.files.create(file=("a.txt", b"a"), purpose="user_data").id
     headers = {"Authorization": f"Bearer {alice_key}"}
     statuses: list[int] = []
 
@@ -245,6 +254,7 @@ def test_each_create_s_links_lead_to_operations_that_keep_to_the_document(
     parent = {name: make() for name, make in under.get(create, {}).items()}
     operation = schema.find_operation_by_id(create)
     body = ({"file": b"chained"} if create == "createContainerFile"
+            else {"file": b"chained", "purpose": "user_data"} if create == "createFile"
             else {**VALID_CREATES[operation.label], **({"url": receiver.url} if "webhook" in operation.label else {})})
     created = operation.Case(path_parameters=parent, body=body).call_and_validate(
         headers=headers, timeout=REQUEST_TIMEOUT_S, excluded_checks=EXCLUDED_CHECKS)

@@ -1,0 +1,1 @@
+"""The Files API (client.files): uploads and their bytes in the files storage."""
