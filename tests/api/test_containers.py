@@ -18,24 +18,24 @@ DOT_PNG = ("import base64\nopen('/mnt/data/dot.png','wb').write(base64.b64decode
            "'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='))")
 
 
-def test_containers_are_created_listed_retrieved_and_deleted(alice):
-    made = alice.containers.create(name="analysis", expires_after={"anchor": "last_active_at", "minutes": 5})
+def test_containers_are_created_listed_retrieved_and_deleted(carol):  # a tenant of its own: the list is all of it
+    made = carol.containers.create(name="analysis", expires_after={"anchor": "last_active_at", "minutes": 5})
     assert (made.object, made.name, made.status) == ("container", "analysis", "running")
     assert made.id.startswith("cntr_") and made.expires_after.minutes == 5
-    assert alice.containers.retrieve(made.id).model_dump() == made.model_dump()
-    others = [alice.containers.create(name=f"other {n}") for n in range(3)]
-    assert [c.id for c in alice.containers.list(name="analysis")] == [made.id]
-    newest = alice.containers.list(limit=2)
+    assert carol.containers.retrieve(made.id).model_dump() == made.model_dump()
+    others = [carol.containers.create(name=f"other {n}") for n in range(3)]
+    assert [c.id for c in carol.containers.list(name="analysis")] == [made.id]
+    newest = carol.containers.list(limit=2)
     assert [c.id for c in newest.data] == [others[2].id, others[1].id] and newest.has_more
-    oldest_first = [c.id for c in alice.containers.list(order="asc", limit=1)]  # the SDK follows the pages
+    oldest_first = [c.id for c in carol.containers.list(order="asc", limit=1)]  # the SDK follows the pages
     assert oldest_first.index(made.id) < oldest_first.index(others[0].id)
 
-    alice.containers.files.create(made.id, file=("notes.txt", b"hello"))
-    alice.containers.delete(made.id)
+    carol.containers.files.create(made.id, file=("notes.txt", b"hello"))
+    carol.containers.delete(made.id)
     with pytest.raises(openai.NotFoundError):
-        alice.containers.retrieve(made.id)
+        carol.containers.retrieve(made.id)
     with pytest.raises(openai.NotFoundError):
-        alice.containers.files.list(made.id)
+        carol.containers.files.list(made.id)
 
 
 def test_an_uploaded_csv_is_read_by_the_code_and_what_the_code_writes_is_downloaded(alice):
