@@ -174,12 +174,15 @@ test: setup browser clients
 		if [ $$rc -eq 5 ]; then echo "test: pytest ($$label) collected no tests; not counted as a failure"; rc=0; fi
 		return $$rc
 	}
-	echo "== tiny gpt-oss models (built from code once, cached in .cache/models)"
-	python manage.py build_tiny_models --kind all 9>&- || failed="$$failed tiny-models"
+	echo "== tiny gpt-oss models (built from code once, cached in .cache/models), beside the first tests"
+	python manage.py build_tiny_models --kind all > test-artifacts/tiny-models.log 2>&1 9>&- &
+	models=$$!
 	echo "== ruff check ."
 	ruff check . 9>&- || failed="$$failed ruff"
 	echo "== pytest on PostgreSQL ($$DATABASE_URL)"
 	run_pytest postgres -n $(TEST_WORKERS) --dist loadfile --junitxml=test-artifacts/junit-postgres.xml || failed="$$failed pytest-postgres"
+	if ! wait $$models; then failed="$$failed tiny-models"; fi
+	cat test-artifacts/tiny-models.log
 	sqlite_dir=$(CURDIR)/.run/test/sqlite
 	rm -rf "$$sqlite_dir" && mkdir -p "$$sqlite_dir"
 	echo "== pytest -m core on SQLite"

