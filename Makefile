@@ -158,15 +158,22 @@ run: setup
 # workers, a file at a time (a file's module fixtures and order are kept); each worker has
 # its own test database, Redis database and live stack (tests/conftest.py).
 TEST_WORKERS ?= 3
-test: setup browser clients
+test: setup
 	@mkdir -p .run test-artifacts
 	exec 9>.run/test.lock
 	if ! flock -n 9; then echo "test: another make test runs in this tree; waiting for it"; flock 9; fi
 	trap 'bash scripts/test-services.sh stop 9>&-' EXIT
 	trap 'exit 130' INT TERM
+	# The tiny models train (CPU) while chromium and the Node clients install (network, disk).
+	echo "== tiny gpt-oss models (built from code once, cached in .cache/models)"
+	python manage.py build_tiny_models --kind all > test-artifacts/tiny-models.log 2>&1 9>&- &
+	models=$$!
+	$(MAKE) --no-print-directory browser clients 9>&-
+	if ! wait $$models; then failed=" tiny-models"; fi
+	cat test-artifacts/tiny-models.log
 	bash scripts/test-services.sh start 9>&-
 	eval "$$(bash scripts/test-services.sh env)"
-	failed=""
+	failed="$${failed:-}"
 	run_pytest() {
 		local label=$$1 rc=0
 		shift
@@ -174,15 +181,10 @@ test: setup browser clients
 		if [ $$rc -eq 5 ]; then echo "test: pytest ($$label) collected no tests; not counted as a failure"; rc=0; fi
 		return $$rc
 	}
-	echo "== tiny gpt-oss models (built from code once, cached in .cache/models), beside the first tests"
-	python manage.py build_tiny_models --kind all > test-artifacts/tiny-models.log 2>&1 9>&- &
-	models=$$!
 	echo "== ruff check ."
 	ruff check . 9>&- || failed="$$failed ruff"
 	echo "== pytest on PostgreSQL ($$DATABASE_URL)"
 	run_pytest postgres -n $(TEST_WORKERS) --dist loadfile --junitxml=test-artifacts/junit-postgres.xml || failed="$$failed pytest-postgres"
-	if ! wait $$models; then failed="$$failed tiny-models"; fi
-	cat test-artifacts/tiny-models.log
 	sqlite_dir=$(CURDIR)/.run/test/sqlite
 	rm -rf "$$sqlite_dir" && mkdir -p "$$sqlite_dir"
 	echo "== pytest -m core on SQLite"

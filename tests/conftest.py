@@ -81,8 +81,8 @@ def _close_other_sessions() -> None:
 @pytest.fixture(scope="session")
 def tiny_models() -> dict[str, Path]:
     """Where the tiny gpt-oss models are (built from code, cached in .cache/models), where
-    vLLM is installed (`make setup` installs it). Not built here: `make test` builds them
-    beside the first tests, and ``vllm_stack`` waits for them."""
+    vLLM is installed (`make setup` installs it). Only the vLLM tests need them built
+    (``vllm_stack``; `make test` builds them first)."""
     if importlib.util.find_spec("vllm") is None:
         return {}
     from responses_app.devtools.tiny_models import model_dir

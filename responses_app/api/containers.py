@@ -17,10 +17,13 @@ from responses_app.api import openapi
 from responses_app.api.base import ApiView
 from responses_app.api.file_download import attachment
 from responses_app.api.params import json_body, page_params
+from responses_app.files.containers import check_file_ids, copy_file_into_container, copy_into_container
 from responses_app.lib.asyncdb import db
-from responses_app.validation.containers import parse_container_create, upload_name
-from responses_app.wire.errors import Conflict, InvalidRequest, NotFound
+from responses_app.models import Tenant
+from responses_app.validation.containers import ContainerCreate, parse_container_create, upload_name
+from responses_app.wire.errors import Conflict, InvalidRequest, NotFound, invalid_type
 from responses_app.wire.objects import container_file_object, container_object, list_object
+from responses_app.wire.request_body import body_fields
 from tools_app import container_files, containers
 
 T = TypeVar("T")
@@ -58,8 +61,7 @@ class ContainersView(ApiView):
     @openapi.CONTAINER_CREATE
     async def post(self, request: Request) -> HttpResponseBase:
         create = parse_container_create(json_body(request))
-        container = await db(containers.create_container)(request.user.tenant.pk, create.name, create.idle_timeout_s)
-        return JsonResponse(container_object(container))
+        return JsonResponse(container_object(await db(_create_container)(request.user.tenant, create)))
 
     @openapi.CONTAINER_LIST
     async def get(self, request: Request) -> HttpResponseBase:
@@ -97,7 +99,7 @@ class ContainerFilesView(ApiView):
 
     @openapi.CONTAINER_FILE_CREATE
     async def post(self, request: Request, container_id: str) -> HttpResponseBase:
-        file = await _when_idle(_upload, request._request, request.user.tenant.pk, container_id)
+        file = await _when_idle(_upload, request._request, request.user.tenant, container_id)
         return JsonResponse(container_file_object(file))
 
     @openapi.CONTAINER_FILE_LIST
@@ -153,15 +155,31 @@ def _found(read: Any) -> Any:
     return call
 
 
-def _upload(request: HttpRequest, tenant_id: int, container_id: str) -> Any:
+def _create_container(tenant: Tenant, create: ContainerCreate) -> Any:
+    """A container with the Files API files it names in /mnt/data (all of them found first)."""
+    check_file_ids(tenant, create.file_ids, "file_ids")
+    container = containers.create_container(tenant.pk, create.name, create.idle_timeout_s)
+    copy_into_container(tenant, container.pk, create.file_ids)
+    return container
+
+
+def _upload(request: HttpRequest, tenant: Tenant, container_id: str) -> Any:
     """The multipart ``file`` written into the container (a database thread: Django parses
-    the body on first access, and it may be spooled to disk)."""
+    the body on first access, and it may be spooled to disk), or the Files API file that a
+    JSON body's ``file_id`` names, copied."""
+    tenant_id = tenant.pk
     if not request.content_type.startswith("multipart/form-data"):
         body = json_body(request)
-        if isinstance(body, dict) and body.get("file_id") is not None:
-            raise InvalidRequest("'file_id' is not supported: this server has no Files API. Upload the file "
-                                 "itself (multipart 'file').", param="file_id")
-        raise InvalidRequest("Upload the file as multipart/form-data with a 'file' part.", param="file")
+        if isinstance(body, dict) and "file_id" in body:
+            file_id = body_fields(body, ("file_id",), required=("file_id",))["file_id"]
+            if not isinstance(file_id, str):
+                raise invalid_type("file_id", "a string", file_id)
+            try:
+                return copy_file_into_container(tenant, container_id, file_id)
+            except containers.ContainerNotFound as error:
+                raise _not_found(error, "container_id") from None
+        raise InvalidRequest("Upload the file as multipart/form-data with a 'file' part, or name a file of the "
+                             "Files API with 'file_id'.", param="file")
     upload = request.FILES.get("file")
     if upload is None:
         raise InvalidRequest("Missing required parameter: 'file'.", param="file", code="missing_required_parameter")

@@ -322,9 +322,11 @@ CONTAINER_RETRIEVE = extend_schema(operation_id="retrieveContainer", summary="Re
 CONTAINER_DELETE = extend_schema(operation_id="deleteContainer", summary="Delete a container and its files",
                                  responses={200: OpenApiResponse(deleted("container.deleted"))})
 CONTAINER_FILE_CREATE = extend_schema(
-    operation_id="createContainerFile", summary="Upload a file into a container's /mnt/data",
+    operation_id="createContainerFile", summary="Upload a file into a container's /mnt/data, or copy one in",
     request={"multipart/form-data": {"type": "object", "required": ["file"],
-                                     "properties": {"file": {"type": "string", "format": "binary"}}}},
+                                     "properties": {"file": {"type": "string", "format": "binary"}}},
+             "application/json": {"type": "object", "required": ["file_id"], "additionalProperties": False,
+                                  "properties": {"file_id": {"type": "string"}}}},
     responses={200: OpenApiResponse(ref("ContainerFileCreateResponse"))})
 CONTAINER_FILE_LIST = extend_schema(
     operation_id="listContainerFiles", summary="List a container's files",

@@ -17,6 +17,7 @@ from responses_app.context import compaction
 from responses_app.context.history import check_prompt, history, previous_chain
 from responses_app.conversations import turns
 from responses_app.dispatch.task_queue import try_send
+from responses_app.files.containers import check_file_ids
 from responses_app.harmony.client_tools import CALL_OUTPUTS, answered_call_id
 from responses_app.models import (
     DeferredState,
@@ -50,6 +51,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     same_session = previous is not None and request.socket_session and request.socket_session == previous.socket_session
     steers = steering.pending_input(previous) if same_session else []
     items = [item for steer in steers for item in steer.input_items] + resolve_input(tenant, request.input_items)
+    _check_container_files(tenant, params)
     earlier = _earlier_items(tenant, request, previous)
     _check_function_call_outputs(earlier, items)
     check_prompt(request.model, params, earlier + items, timezone.now().date())
@@ -182,6 +184,14 @@ def resolve_input(tenant: Tenant, input_items: list[dict[str, Any]]) -> list[dic
                                      code="invalid_encrypted_content") from None
         resolved.append(item)
     return resolved
+
+
+def _check_container_files(tenant: Tenant, params: dict[str, Any]) -> None:
+    """The files a code_interpreter tool's new container is to hold are the tenant's."""
+    for index, tool in enumerate(params.get("tools") or []):
+        container = tool.get("container") if tool.get("type") == "code_interpreter" else None
+        if isinstance(container, dict) and container.get("file_ids"):
+            check_file_ids(tenant, container["file_ids"], f"tools[{index}].container.file_ids")
 
 
 def _check_function_call_outputs(earlier: list[dict[str, Any]], input_items: list[dict[str, Any]]) -> None:

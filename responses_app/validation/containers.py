@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from responses_app.validation.files import file_ids_field
 from responses_app.wire.errors import InvalidRequest, invalid_type
 from responses_app.wire.request_body import body_fields
 
@@ -19,6 +20,7 @@ SANDBOX_MEMORY_LIMIT = "1g"
 class ContainerCreate:
     name: str
     idle_timeout_s: int | None  # None: CONTAINER_IDLE_TIMEOUT_S
+    file_ids: list[str]  # Files API files copied into /mnt/data
 
 
 def parse_container_create(body: Any) -> ContainerCreate:
@@ -29,9 +31,6 @@ def parse_container_create(body: Any) -> ContainerCreate:
     if len(name) > MAX_NAME:
         raise InvalidRequest(f"'name' can be at most {MAX_NAME} characters.", param="name",
                              code="string_above_max_length")
-    if fields.get("file_ids"):
-        raise InvalidRequest("'file_ids' is not supported: this server has no Files API. Upload files with "
-                             "containers.files.create instead.", param="file_ids")
     if fields.get("skills"):
         raise InvalidRequest("'skills' is not supported by this server.", param="skills")
     if fields.get("memory_limit", SANDBOX_MEMORY_LIMIT) != SANDBOX_MEMORY_LIMIT:
@@ -41,7 +40,8 @@ def parse_container_create(body: Any) -> ContainerCreate:
     if policy != {"type": "disabled"}:
         raise InvalidRequest("The sandbox has no network: 'network_policy' can only be {'type': 'disabled'}.",
                              param="network_policy")
-    return ContainerCreate(name=name, idle_timeout_s=_expiry(fields.get("expires_after")))
+    file_ids = file_ids_field(fields["file_ids"], "file_ids") if fields.get("file_ids") is not None else []
+    return ContainerCreate(name=name, idle_timeout_s=_expiry(fields.get("expires_after")), file_ids=file_ids)
 
 
 def _expiry(value: Any) -> int | None:

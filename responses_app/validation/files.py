@@ -28,3 +28,18 @@ def upload_filename(name: str | None) -> str:
     """The name the file is listed with (only a label: the bytes are stored under its id)."""
     name = (name or "").replace("\x00", "").rsplit("/", 1)[-1].rsplit("\\", 1)[-1]
     return name or "file"
+
+
+MAX_FILE_IDS = 100
+
+
+def file_ids_field(value: Any, param: str) -> list[str]:
+    """A ``file_ids`` array (of Files API ids), as containers take it; whether each exists
+    is the service's to say."""
+    if not isinstance(value, list) or not all(isinstance(file_id, str) and file_id for file_id in value):
+        raise InvalidRequest(f"Invalid type for '{param}': expected an array of file ids.", param=param,
+                             code="invalid_type")
+    if len(value) > MAX_FILE_IDS:
+        raise InvalidRequest(f"'{param}' may name at most {MAX_FILE_IDS} files.", param=param,
+                             code="array_above_max_length")
+    return list(dict.fromkeys(value))

@@ -14,6 +14,7 @@ from typing import Any
 
 from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.lib.ids import new_id
+from responses_app.validation.files import file_ids_field
 from responses_app.validation.json_schema import check_grammar
 from responses_app.validation.mcp_tool import validate_mcp_tool
 from responses_app.wire.errors import InvalidRequest, invalid_type
@@ -180,13 +181,13 @@ def _code_interpreter_tool(tool: dict, param: str) -> dict[str, Any]:
     if container.get("type") != "auto":
         raise InvalidRequest(f"Invalid value for '{param}.container.type': {container.get('type')!r}; "
                              "use 'auto'.", param=f"{param}.container.type", code="invalid_value")
-    if container.get("file_ids"):
-        raise InvalidRequest("container.file_ids is not supported: this server has no Files API.",
-                             param=f"{param}.container.file_ids")
     if container.get("memory_limit") not in (None, "1g"):
         raise InvalidRequest("container.memory_limit is set by the operator (SANDBOX_MEMORY_MB) on this server.",
                              param=f"{param}.container.memory_limit")
-    return {"type": "code_interpreter", "container": {"type": "auto"}}
+    auto: dict[str, Any] = {"type": "auto"}
+    if container.get("file_ids"):  # copied into the container it makes (worker/tool_calls.py)
+        auto["file_ids"] = file_ids_field(container["file_ids"], f"{param}.container.file_ids")
+    return {"type": "code_interpreter", "container": auto}
 
 
 def _web_search_tool(tool: dict) -> dict[str, Any]:

@@ -21,6 +21,7 @@ from django.conf import settings
 from django.db import close_old_connections, connection
 from openai.types import responses as types
 
+from responses_app.files.containers import copy_into_container
 from responses_app.harmony.prompt import BROWSER_NAMESPACE, PYTHON_RECIPIENT
 from responses_app.lib.ids import new_id
 from responses_app.models import Response
@@ -191,8 +192,11 @@ class Toolbox:
 
             earlier = [item.get("container_id") for item in self.history + self.builder.output
                        if item.get("type") == "code_interpreter_call"]
-            self._container = resolve_container(self.response.tenant_id, self.code_interpreter["container"],
-                                                reuse_id=earlier[-1] if earlier else None)
+            spec = self.code_interpreter["container"]
+            reuse_id = earlier[-1] if earlier else None
+            self._container = resolve_container(self.response.tenant_id, spec, reuse_id=reuse_id)
+            if isinstance(spec, dict) and spec.get("file_ids") and self._container.pk != reuse_id:
+                copy_into_container(self.response.tenant, self._container.pk, spec["file_ids"])  # a new one
         return self._container
 
     def browser(self) -> Any:

@@ -75,9 +75,9 @@ def test_an_uploaded_csv_is_read_by_the_code_and_what_the_code_writes_is_downloa
     assert gone.output_text.startswith("['dot.png']")
 
 
-def test_bad_container_requests_are_400s(alice):
+def test_bad_container_requests_are_4xx(alice, settings):
     container = alice.containers.create(name="bad")
-    for body in ({}, {"name": 5}, {"name": "x", "file_ids": ["file_1"]}, {"name": "x", "memory_limit": "4g"},
+    for body in ({}, {"name": 5}, {"name": "x", "file_ids": "file-1"}, {"name": "x", "memory_limit": "4g"},
                  {"name": "x", "network_policy": {"type": "allowlist", "allowed_domains": ["example.com"]}},
                  {"name": "x", "expires_after": {"anchor": "created_at", "minutes": 5}},
                  {"name": "x", "expires_after": {"anchor": "last_active_at", "minutes": 0}}, {"name": "x", "y": 1}):
@@ -86,9 +86,14 @@ def test_bad_container_requests_are_400s(alice):
     with pytest.raises(openai.BadRequestError) as too_big:
         alice.containers.files.create(container.id, file=("big.bin", b"x" * 65537))
     assert too_big.value.code == "file_too_large"
-    with pytest.raises(openai.BadRequestError) as by_id:
-        alice.containers.files.create(container.id, file_id="file_123")
+    with pytest.raises(openai.NotFoundError) as by_id:
+        alice.containers.files.create(container.id, file_id="file-123")
     assert by_id.value.param == "file_id"
+    settings.CONTAINER_FILE_MAX_BYTES = 4
+    with pytest.raises(openai.BadRequestError) as too_big_to_copy:
+        alice.containers.files.create(container.id, file_id=alice.files.create(file=("five", b"12345"),
+                                                                               purpose="user_data").id)
+    assert (too_big_to_copy.value.param, too_big_to_copy.value.code) == ("file_id", "file_too_large")
     with pytest.raises(openai.BadRequestError):
         alice.containers.files.list(container.id, after="cfile_missing")
     assert alice.containers.files.list(container.id).data == []
@@ -155,3 +160,40 @@ def test_a_download_streams_the_bytes_with_headers_that_keep_browsers_from_runni
     assert missing.status_code == 404 and missing.json()["error"]["param"] == "file_id"
     with http_client(stack) as client:
         assert client.get(f"/containers/{container.id}/files/{file.id}/content").status_code == 401
+
+
+def test_files_of_the_files_api_go_into_a_container_by_id(carol, bob):
+    notes = carol.files.create(file=("notes.txt", b"hello"), purpose="user_data")
+    data = carol.files.create(file=("data.csv", CSV), purpose="assistants")
+    container = carol.containers.create(name="with files", file_ids=[notes.id, data.id])
+    files = {f.path: f for f in carol.containers.files.list(container.id)}
+    assert set(files) == {"/mnt/data/notes.txt", "/mnt/data/data.csv"}
+    assert carol.containers.files.content.retrieve(files["/mnt/data/data.csv"].id,
+                                                   container_id=container.id).read() == CSV
+
+    other = carol.containers.create(name="one more")
+    copied = carol.containers.files.create(other.id, file_id=notes.id)
+    assert (copied.path, copied.bytes, copied.source) == ("/mnt/data/notes.txt", 5, "user")
+
+    with pytest.raises(openai.NotFoundError) as unknown:
+        carol.containers.create(name="x", file_ids=[notes.id, "file-nope"])
+    assert unknown.value.param == "file_ids[1]"
+    with pytest.raises(openai.NotFoundError):  # another tenant's file is no file
+        bob.containers.create(name="x", file_ids=[notes.id])
+    with pytest.raises(openai.NotFoundError) as not_bobs:
+        bob.containers.files.create(bob.containers.create(name="y").id, file_id=notes.id)
+    assert not_bobs.value.param == "file_id"
+    assert [c.name for c in carol.containers.list()] == ["one more", "with files"]  # the refused made none
+
+
+def test_an_auto_container_starts_with_the_tools_files(carol):
+    data = carol.files.create(file=("data.csv", CSV), purpose="user_data")
+    code = "import csv\nprint(sum(int(r['visitors']) for r in csv.DictReader(open('/mnt/data/data.csv'))))"
+    tool = {"type": "code_interpreter", "container": {"type": "auto", "file_ids": [data.id]}}
+    response = carol.responses.create(model="echo", tools=[tool], include=OUTPUTS,
+                                      input=script(python_call(code), final("The total is {tool_output}")))
+    assert response.status == "completed" and response.output_text.startswith("The total is 42")
+    with pytest.raises(openai.NotFoundError) as unknown:
+        carol.responses.create(model="echo", input="x", tools=[
+            {"type": "code_interpreter", "container": {"type": "auto", "file_ids": ["file-nope"]}}])
+    assert unknown.value.param == "tools[0].container.file_ids[0]"

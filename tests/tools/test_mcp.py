@@ -298,7 +298,8 @@ def test_requires_approval_follows_the_policy_and_defaults_to_always(policy: obj
 def tenants(db: None) -> tuple[int, int]:
     from responses_app.models import Tenant
 
-    return Tenant.objects.create(name="alice").id, Tenant.objects.create(name="bob").id
+    # Names of their own: the live tests' alice and bob may be committed in this database.
+    return Tenant.objects.create(name="mcp-alice").id, Tenant.objects.create(name="mcp-bob").id
 
 
 def _register(server: RunningMcpServer, label: str, tenant_ids: list[int], **fields: object) -> None:
