@@ -117,7 +117,8 @@ def _expires_in(expires_after: dict[str, Any] | None, purpose: str) -> int | Non
     if expires_after is None:
         return settings.BATCH_FILE_DEFAULT_EXPIRY_S if purpose == FilePurpose.BATCH else None
     if expires_after.get("anchor") != "created_at":
-        raise invalid_type("expires_after.anchor", "'created_at'", expires_after.get("anchor"))
+        raise InvalidRequest(f"Invalid value for 'expires_after.anchor': {expires_after.get('anchor')!r}; the "
+                             "supported anchor is 'created_at'.", param="expires_after.anchor", code="invalid_value")
     try:
         seconds = int(expires_after.get("seconds"))
     except (TypeError, ValueError):
@@ -134,7 +135,10 @@ def _check_size(upload: File, purpose: str) -> None:
         raise InvalidRequest(f"The file is {upload.size} bytes; the most a file with purpose '{purpose}' may have "
                              f"is {cap}.", param="file", code="file_too_large")
     if purpose == FilePurpose.BATCH:
-        lines = sum(chunk.count(b"\n") for chunk in upload.chunks())
+        lines, last = 0, b"\n"
+        for chunk in upload.chunks():
+            lines, last = lines + chunk.count(b"\n"), chunk[-1:] or last
+        lines += last != b"\n"  # a last line without its newline
         if lines > settings.BATCH_FILE_MAX_LINES:
             raise InvalidRequest(f"The file has {lines} lines; a batch input file may have at most "
                                  f"{settings.BATCH_FILE_MAX_LINES}.", param="file", code="file_too_large")

@@ -102,9 +102,11 @@ def test_the_form_needs_a_file_and_a_purpose_and_nothing_else(stack, alice_key):
 
 
 def test_uploads_over_the_caps_are_refused(alice: openai.OpenAI, settings):
-    settings.FILE_MAX_BYTES, settings.BATCH_FILE_MAX_BYTES, settings.BATCH_FILE_MAX_LINES = 100, 50, 2
+    settings.FILE_MAX_BYTES, settings.BATCH_FILE_MAX_LINES = 100, 2
     alice.files.create(file=("ok.txt", b"x" * 100), purpose="user_data")
-    for file, purpose in ((b"x" * 101, "user_data"), (b"x" * 51, "batch"), (BATCH_LINES, "batch")):
+    settings.BATCH_FILE_MAX_BYTES = 1000
+    for file, purpose in ((b"x" * 101, "user_data"), (b"x" * 1001, "batch"), (BATCH_LINES, "batch"),
+                          (BATCH_LINES.rstrip(b"\n"), "batch")):  # 3 lines, the last without its newline
         with pytest.raises(openai.BadRequestError) as refused:
             alice.files.create(file=("big", file), purpose=purpose)
         assert (refused.value.param, refused.value.code) == ("file", "file_too_large")
