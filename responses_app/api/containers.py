@@ -17,10 +17,10 @@ from responses_app.api import openapi
 from responses_app.api.base import ApiView
 from responses_app.api.file_download import attachment
 from responses_app.api.params import json_body, page_params
-from responses_app.files.containers import check_file_ids, copy_file_into_container, copy_into_container
+from responses_app.files.containers import copy_file_into_container, create_with_files
 from responses_app.lib.asyncdb import db
 from responses_app.models import Tenant
-from responses_app.validation.containers import ContainerCreate, parse_container_create, upload_name
+from responses_app.validation.containers import parse_container_create, upload_name
 from responses_app.wire.errors import Conflict, InvalidRequest, NotFound, invalid_type
 from responses_app.wire.objects import container_file_object, container_object, list_object
 from responses_app.wire.request_body import body_fields
@@ -61,7 +61,9 @@ class ContainersView(ApiView):
     @openapi.CONTAINER_CREATE
     async def post(self, request: Request) -> HttpResponseBase:
         create = parse_container_create(json_body(request))
-        return JsonResponse(container_object(await db(_create_container)(request.user.tenant, create)))
+        container = await db(create_with_files)(request.user.tenant, create.name, create.idle_timeout_s,
+                                                create.file_ids)
+        return JsonResponse(container_object(container))
 
     @openapi.CONTAINER_LIST
     async def get(self, request: Request) -> HttpResponseBase:
@@ -153,14 +155,6 @@ def _found(read: Any) -> Any:
         except container_files.FileNotInContainer as error:
             raise _not_found(error, "file_id") from None
     return call
-
-
-def _create_container(tenant: Tenant, create: ContainerCreate) -> Any:
-    """A container with the Files API files it names in /mnt/data (all of them found first)."""
-    check_file_ids(tenant, create.file_ids, "file_ids")
-    container = containers.create_container(tenant.pk, create.name, create.idle_timeout_s)
-    copy_into_container(tenant, container.pk, create.file_ids)
-    return container
 
 
 def _upload(request: HttpRequest, tenant: Tenant, container_id: str) -> Any:

@@ -26,6 +26,17 @@ def check_file_ids(tenant: Tenant, file_ids: list[str], param: str) -> None:
             raise
 
 
+def create_with_files(tenant: Tenant, name: str, idle_timeout_s: int | None, file_ids: list[str]) -> Any:
+    """``containers.create``: a container with the files it names in /mnt/data (every one
+    checked first, so that a refused create makes no container)."""
+    from tools_app.containers import create_container
+
+    check_file_ids(tenant, file_ids, "file_ids")
+    container = create_container(tenant.pk, name, idle_timeout_s)
+    copy_into_container(tenant, container.pk, file_ids)
+    return container
+
+
 def copy_into_container(tenant: Tenant, container_id: str, file_ids: list[str]) -> None:
     """Each file (checked with check_file_ids) into /mnt/data under its filename (a later
     one of the same name wins); one deleted since the check is left out."""
