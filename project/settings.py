@@ -161,12 +161,19 @@ CELERY_TIMEZONE = "UTC"
 CELERY_BEAT_MAX_LOOP_INTERVAL = int(env_float("BEAT_MAX_LOOP_INTERVAL_S", 5))
 
 
+# A sweep waits in the broker for a free task thread, behind the responses queued there.
+# One that waited this long (or its period, if longer) is dropped: the sweeps behind it do
+# the same work. Not sooner: while every thread stays busy for longer than a period, sweeps
+# that expired after one period were all dropped, and deferred responses were never promoted.
+SWEEP_EXPIRY_MIN_S = 60
+
+
 def _every(name: str, interval_s: float, *, expires: bool = True) -> dict:
     # Whole seconds: the database scheduler stores intervals as integers (0 would fire nonstop).
     interval_s = max(1, round(interval_s))
     entry: dict = {"task": f"responses_app.tasks.{name}", "schedule": interval_s}
-    if expires:  # a sweep that waited longer than its period (busy workers) is superseded by the next
-        entry["options"] = {"expire_seconds": interval_s}
+    if expires:
+        entry["options"] = {"expire_seconds": max(interval_s, SWEEP_EXPIRY_MIN_S)}
     return entry
 
 

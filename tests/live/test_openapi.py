@@ -256,7 +256,8 @@ def test_each_create_s_links_lead_to_operations_that_keep_to_the_document(
     body = ({"file": b"chained"} if create == "createContainerFile"
             else {"file": b"chained", "purpose": "user_data"} if create == "createFile"
             else {**VALID_CREATES[operation.label], **({"url": receiver.url} if "webhook" in operation.label else {})})
-    created = operation.Case(path_parameters=parent, body=body).call_and_validate(
+    media_type = "multipart/form-data" if "file" in body else "application/json"
+    created = operation.Case(path_parameters=parent, body=body, media_type=media_type).call_and_validate(
         headers=headers, timeout=REQUEST_TIMEOUT_S, excluded_checks=EXCLUDED_CHECKS)
     assert created.status_code == 200, created.text
     parameters, targets = LINKS[create]
