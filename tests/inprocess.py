@@ -1,5 +1,5 @@
 """The server in this process: the ASGI application that Daphne serves, called over an
-httpx transport, and the worker's task run on a thread of this process.
+httpx transport, and the worker's task run on threads of this process.
 
 For the tests that only send requests and read answers (bad requests, isolation, the
 CRUD of conversations, containers, webhooks and schedules): they need no Daphne, Celery or
@@ -75,18 +75,18 @@ class InProcessApp:
 
 
 class InlineWorker:
-    """The worker's task, run on threads of this process instead of through the broker (as
-    many as a live worker's task threads): a background create is answered first, then its
-    response runs, as with Celery."""
+    """The worker's task, run on threads of this process instead of through the broker
+    (several, as a live worker has task threads): a background create is answered first,
+    then its response runs, as with Celery."""
 
     THREADS = 8
 
     def __init__(self) -> None:
-        self._thread = ThreadPoolExecutor(self.THREADS, thread_name_prefix="in-process-worker")
+        self._threads = ThreadPoolExecutor(self.THREADS, thread_name_prefix="in-process-worker")
         self._pending: list[Any] = []
 
     def send(self, response: Any, task_id: str, priority: int = 0) -> None:
-        self._pending.append(self._thread.submit(self._run, response.pk))
+        self._pending.append(self._threads.submit(self._run, response.pk))
 
     @staticmethod
     def _run(response_id: str) -> None:
@@ -107,4 +107,4 @@ class InlineWorker:
 
     def close(self) -> None:
         self.drain()
-        self._thread.shutdown(wait=True)
+        self._threads.shutdown(wait=True)
