@@ -53,9 +53,9 @@ def copy_file_into_container(tenant: Tenant, container_id: str, file_id: str) ->
     a file over CONTAINER_FILE_MAX_BYTES."""
     from tools_app.container_files import upload_file
 
-    _check_size(store.get_file(tenant, file_id), "file_id")
-    row, content = store.open_file(tenant, file_id)
-    with content:
+    row = store.get_file(tenant, file_id)
+    _check_size(row, "file_id")
+    with store.open_content(row) as content:
         return upload_file(tenant.pk, container_id, row.filename, content.chunks())
 
 

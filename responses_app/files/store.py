@@ -56,7 +56,12 @@ def get_file(tenant: Tenant, file_id: str) -> StoredFile:
 def open_file(tenant: Tenant, file_id: str) -> tuple[StoredFile, File]:
     """The file's row and its bytes, open for reading."""
     row = get_file(tenant, file_id)
-    return row, file_storage().open(row.storage_name, "rb")
+    return row, open_content(row)
+
+
+def open_content(row: StoredFile) -> File:
+    """The bytes of a file whose row is in hand, open for reading."""
+    return file_storage().open(row.storage_name, "rb")
 
 
 def delete_file(tenant: Tenant, file_id: str) -> None:
