@@ -322,6 +322,8 @@ BATCH_FILE_MAX_BYTES = int(env_float("BATCH_FILE_MAX_BYTES", 200 * 2**20))
 BATCH_FILE_MAX_LINES = int(env_float("BATCH_FILE_MAX_LINES", 50_000))
 # A batch input file expires this long after its upload unless expires_after says otherwise.
 BATCH_FILE_DEFAULT_EXPIRY_S = int(env_float("BATCH_FILE_DEFAULT_EXPIRY_S", 30 * 86400))
+# An input_file part is read whole to take its text: the largest file (bytes) it may name.
+INPUT_FILE_MAX_BYTES = int(env_float("INPUT_FILE_MAX_BYTES", 32 * 2**20))
 
 # --- Limits on what a client sends (README "Limits and abuse") ------------------------------
 # A JSON body (every endpoint but file uploads): at most this many bytes, nested at most

@@ -175,3 +175,21 @@ def tenant_row_counts(tenant_name: str) -> dict[str, int]:
         "output_items": OutputItem.objects.filter(response__tenant__name=tenant_name).count(),
         "events": ResponseEvent.objects.filter(response__tenant__name=tenant_name).count(),
     }
+
+
+def tiny_pdf(text: str) -> bytes:
+    """A one-page PDF that shows ``text`` (ASCII, no parentheses) in Helvetica."""
+    stream = f"BT /F1 12 Tf 72 712 Td ({text}) Tj ET".encode()
+    objects = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
+               b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
+               b"/Resources << /Font << /F1 5 0 R >> >> >>",
+               b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
+               b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>"]
+    out, offsets = b"%PDF-1.4\n", []
+    for number, body in enumerate(objects, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    return out + b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)

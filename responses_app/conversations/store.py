@@ -16,6 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from responses_app.conversations.items import LOCKED, append_items
+from responses_app.files.inputs import read_input_files
 from responses_app.models import Conversation, ConversationItem, Tenant
 from responses_app.selectors import position_page
 from responses_app.wire.errors import Conflict, InvalidRequest, NotFound
@@ -36,6 +37,7 @@ def get_conversation(tenant: Tenant, conversation_id: str) -> Conversation:
 
 def create_conversation(tenant: Tenant, metadata: dict[str, str], items: list[dict[str, Any]]) -> Conversation:
     """A conversation with its metadata and initial items, in one transaction."""
+    items = read_input_files(tenant, items, "items")
     with transaction.atomic():
         conversation = Conversation.objects.create(tenant=tenant, metadata=metadata)
         append_items(conversation, items)
@@ -60,6 +62,7 @@ def delete_conversation(tenant: Tenant, conversation_id: str) -> None:
 
 def add_items(tenant: Tenant, conversation_id: str, items: list[dict[str, Any]]) -> list[ConversationItem]:
     """Append items after every item already there (an id already in it is a 400)."""
+    items = read_input_files(tenant, items, "items")
     with transaction.atomic():
         conversation = _locked(tenant, conversation_id)
         known = set(ConversationItem.objects.filter(conversation=conversation, item_id__in=[i["id"] for i in items])

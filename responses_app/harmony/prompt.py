@@ -61,8 +61,10 @@ HARMONY_EFFORT = {"none": ReasoningEffort.LOW, "minimal": ReasoningEffort.LOW, "
 # text.verbosity: gpt-oss has no such control, so the developer message asks for it.
 VERBOSITY = {"low": "Keep your final answer brief: say only what is needed.",
              "high": "Give a thorough, detailed final answer."}
-# Content part types whose text the model sees; the rest (images, files) gpt-oss cannot read.
-_TEXT_PART_KEYS = {"input_text": "text", "output_text": "text", "text": "text", "refusal": "refusal"}
+# Content part types whose text the model sees; the rest (images, audio) gpt-oss cannot read.
+# An input_file part's "text" is the file's, read at create (files/inputs.py).
+_TEXT_PART_KEYS = {"input_text": "text", "output_text": "text", "text": "text", "refusal": "refusal",
+                   "input_file": "text"}
 
 
 class PromptError(ValueError):

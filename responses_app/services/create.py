@@ -18,6 +18,7 @@ from responses_app.context.history import check_prompt, history, previous_chain
 from responses_app.conversations import turns
 from responses_app.dispatch.task_queue import try_send
 from responses_app.files.containers import check_file_ids
+from responses_app.files.inputs import read_input_files
 from responses_app.harmony.client_tools import CALL_OUTPUTS, answered_call_id
 from responses_app.models import (
     DeferredState,
@@ -183,7 +184,7 @@ def resolve_input(tenant: Tenant, input_items: list[dict[str, Any]]) -> list[dic
                                      param=f"input[{index}].encrypted_content",
                                      code="invalid_encrypted_content") from None
         resolved.append(item)
-    return resolved
+    return read_input_files(tenant, resolved)
 
 
 def _check_container_files(tenant: Tenant, params: dict[str, Any]) -> None:

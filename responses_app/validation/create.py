@@ -508,8 +508,11 @@ def _content_part(part: Any, param: str, part_type: str) -> dict[str, Any]:
     if not isinstance(part, dict):
         raise invalid_type(param, "an object", part)
     kind = part.get("type")
+    if kind == "input_file" and part_type == "input_text":
+        return _input_file_part(part, param)
     if kind in ("input_image", "input_file", "input_audio", "refusal"):
-        raise InvalidRequest(f"Content of type '{kind}' is not supported by gpt-oss.", param=f"{param}.type")
+        raise InvalidRequest(f"Content of type '{kind}' is not supported by gpt-oss"
+                             f"{' in an assistant message' if kind == 'input_file' else ''}.", param=f"{param}.type")
     if kind not in ("input_text", "output_text"):
         raise InvalidRequest(f"Invalid value for '{param}.type': {kind!r}.", param=f"{param}.type",
                              code="invalid_value")
@@ -519,6 +522,26 @@ def _content_part(part: Any, param: str, part_type: str) -> dict[str, Any]:
     if part_type == "output_text":
         return {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
     return {"type": "input_text", "text": text}
+
+
+def _input_file_part(part: dict[str, Any], param: str) -> dict[str, Any]:
+    """An input_file part by ``file_id`` or ``file_data``; its text is read at create
+    (files/inputs.py), where the tenant whose file it names is known."""
+    if part.get("file_url") is not None:
+        raise InvalidRequest("'file_url' is not supported: this server fetches no URLs. Upload the file "
+                             "(client.files.create) and give its 'file_id', or send its bytes as 'file_data'.",
+                             param=f"{param}.file_url", code="unsupported_parameter")
+    sources = [key for key in ("file_id", "file_data") if part.get(key) is not None]
+    if len(sources) != 1:
+        raise InvalidRequest(f"'{param}' must give exactly one of 'file_id' and 'file_data'.", param=param)
+    result = {"type": "input_file", sources[0]: _item_str(part, sources[0], param)}
+    for key in ("filename", "detail"):
+        if part.get(key) is not None:
+            result[key] = _item_str(part, key, param)
+    if result.get("detail", "auto") not in ("auto", "low", "high"):
+        raise InvalidRequest(f"Invalid value for '{param}.detail': {result['detail']!r}. Supported values are: "
+                             "'auto', 'low' and 'high'.", param=f"{param}.detail", code="invalid_value")
+    return result
 
 
 def _message_item(role: str, parts: list[dict[str, Any]], item_id: str | None) -> dict[str, Any]:

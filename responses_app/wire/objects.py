@@ -97,7 +97,8 @@ def compacted_object(turn: Response, output: list[dict[str, Any]]) -> dict[str, 
 
 def item_object(item: dict[str, Any]) -> dict[str, Any]:
     """An output or input item checked against the SDK's item union."""
-    return _ITEM_ADAPTER.validate_python(item).model_dump(mode="json", exclude_unset=True, by_alias=True)
+    return _ITEM_ADAPTER.validate_python(_without_file_texts(item)).model_dump(
+        mode="json", exclude_unset=True, by_alias=True)
 
 
 def conversation_item_object(item: dict[str, Any], include: list[str]) -> dict[str, Any]:
@@ -143,6 +144,7 @@ def check_servable(item: dict[str, Any]) -> None:
 def public_item(item: dict[str, Any], include: list[str]) -> dict[str, Any]:
     """An output item as the client asked to see it: the stored item always keeps the tool
     outputs (the model reads them on later turns), the wire only when ``include`` says so."""
+    item = _without_file_texts(item)
     if item.get("type") == "code_interpreter_call" and "code_interpreter_call.outputs" not in include:
         return {**item, "outputs": None}
     action = item.get("action") or {}
@@ -150,6 +152,17 @@ def public_item(item: dict[str, Any], include: list[str]) -> dict[str, Any]:
     if item.get("type") == "web_search_call" and "sources" in action and not wants_sources:
         return {**item, "action": {key: value for key, value in action.items() if key != "sources"}}
     return item
+
+
+def _without_file_texts(item: dict[str, Any]) -> dict[str, Any]:
+    """A message without the text read from its input_file parts, which the stored item keeps
+    for the prompt (files/inputs.py) and the SDK's ResponseInputFile does not type."""
+    content = item.get("content")
+    if not isinstance(content, list) or not any(isinstance(part, dict) and part.get("type") == "input_file"
+                                                for part in content):
+        return item
+    return {**item, "content": [{key: value for key, value in part.items() if key != "text"}
+                                if part.get("type") == "input_file" else part for part in content]}
 
 
 def public_tool(tool: dict[str, Any]) -> dict[str, Any]:

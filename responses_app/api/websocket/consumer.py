@@ -28,6 +28,7 @@ from responses_app.api.websocket.cursors import SentCursors
 from responses_app.api.websocket.lane import Lane
 from responses_app.api.websocket.messages import error_event, steer_accepted, steer_failed
 from responses_app.api.websocket.presence import SessionPresence
+from responses_app.files.inputs import read_input_files
 from responses_app.lib.asyncdb import db
 from responses_app.models import Response, ResponseSteer
 from responses_app.services.create import create_response
@@ -216,7 +217,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
         needs a key that may write, checked as it stands now."""
         caller = self._writer("steer responses")
         return steering.accept_steer(caller.tenant, self.session, request.previous_response_id, request.input,
-                                     request.input_items)
+                                     read_input_files(caller.tenant, request.input_items))
 
 
 def _query(query_string: str) -> tuple[str, dict[str, int]]:
