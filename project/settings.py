@@ -188,6 +188,8 @@ CELERY_BEAT_SCHEDULE = {
     "send-due-webhooks": _every("send_due_webhooks", env_float("WEBHOOK_SWEEP_INTERVAL_S", 10.0)),
     "cancel-detached-responses": _every("cancel_detached", env_float("DETACHED_SWEEP_INTERVAL_S", 5.0)),
     "purge-expired-files": _every("purge_expired_files", env_float("FILE_PURGE_INTERVAL_S", 300.0)),
+    # Batches whose next step was missed (a lost message, a restart): refill, expire, finalize.
+    "advance-batches": _every("advance_batches", env_float("BATCH_TICK_INTERVAL_S", 10.0)),
     "expire-idle-containers": {
         "task": "tools_app.tasks.expire_idle_containers",
         "schedule": max(1, round(env_float("CONTAINER_EXPIRY_INTERVAL_S", 60.0))),
@@ -322,6 +324,18 @@ BATCH_FILE_MAX_BYTES = int(env_float("BATCH_FILE_MAX_BYTES", 200 * 2**20))
 BATCH_FILE_MAX_LINES = int(env_float("BATCH_FILE_MAX_LINES", 50_000))
 # A batch input file expires this long after its upload unless expires_after says otherwise.
 BATCH_FILE_DEFAULT_EXPIRY_S = int(env_float("BATCH_FILE_DEFAULT_EXPIRY_S", 30 * 86400))
+# --- Batches (client.batches) ----------------------------------------------------------------
+# How long a batch may take ("24h", the one completion_window): at its end the requests not
+# yet ended are reported expired. Shorter only for tests.
+BATCH_COMPLETION_WINDOW_S = env_float("BATCH_COMPLETION_WINDOW_S", 86400.0)
+# The most batch responses queued or running at once per model, over all its batches (each
+# of n batches gets its 1/n share). Keep it well below the worker's task threads
+# (WORKER_CONCURRENCY): a running batch response holds a thread, and the threads it leaves
+# free are what interactive creates find at once.
+BATCH_MAX_IN_FLIGHT = int(env_float("BATCH_MAX_IN_FLIGHT", 16))
+# A tenant's batch requests not yet ended, over all its batches (Tenant.max_queued_batch_requests
+# overrides it); a batch that would pass it fails validation.
+BATCH_MAX_QUEUED_REQUESTS = int(env_float("BATCH_MAX_QUEUED_REQUESTS", 1_000_000))
 # An input_file part is read whole to take its text: the largest file (bytes) it may name.
 INPUT_FILE_MAX_BYTES = int(env_float("INPUT_FILE_MAX_BYTES", 32 * 2**20))
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from responses_app.batches import runner as batch_runner
+from responses_app.batches.requests import ADVANCE_BATCH_TASK, VALIDATE_BATCH_TASK
 from responses_app.dispatch import deferred
 from responses_app.dispatch.task_queue import RUN_RESPONSE_TASK
 from responses_app.engines import control, startup  # noqa: F401  (an inspect command; engine start at worker init)
@@ -76,3 +78,18 @@ def deliver_webhook(delivery_id: int) -> None:
 @shared_task(name="responses_app.tasks.send_due_webhooks")
 def send_due_webhooks() -> int:
     return webhook_delivery.queue_due()
+
+
+@shared_task(name=VALIDATE_BATCH_TASK)
+def validate_batch(batch_id: str) -> None:
+    batch_runner.validate_batch(batch_id)
+
+
+@shared_task(name=ADVANCE_BATCH_TASK)
+def advance_batch(batch_id: str) -> None:
+    batch_runner.advance_batch(batch_id)
+
+
+@shared_task(name="responses_app.tasks.advance_batches")
+def advance_batches() -> int:
+    return batch_runner.advance_batches()

@@ -85,18 +85,29 @@ class InlineWorker:
         self._threads = ThreadPoolExecutor(self.THREADS, thread_name_prefix="in-process-worker")
         self._pending: list[Any] = []
 
-    def send(self, response: Any, task_id: str, priority: int = 0) -> None:
+    def send(self, response: Any, task_id: str, priority: int | None = None) -> None:
         self._pending.append(self._threads.submit(self._run, response.pk))
 
-    @staticmethod
-    def _run(response_id: str) -> None:
-        from django.db import close_old_connections
+    def send_batch_task(self, task: str, batch_id: str) -> None:
+        from responses_app.batches import runner
+        from responses_app.batches.requests import VALIDATE_BATCH_TASK
 
+        step = runner.validate_batch if task == VALIDATE_BATCH_TASK else runner.advance_batch
+        self._pending.append(self._threads.submit(self._in_thread, step, batch_id))
+
+    @classmethod
+    def _run(cls, response_id: str) -> None:
         from responses_app.worker.run import run_response
+
+        cls._in_thread(run_response, response_id)
+
+    @staticmethod
+    def _in_thread(task: Any, *args: Any) -> None:
+        from django.db import close_old_connections
 
         close_old_connections()
         try:
-            run_response(response_id)
+            task(*args)
         finally:
             close_old_connections()
 

@@ -16,7 +16,15 @@ from django.http import HttpResponseBase, JsonResponse
 from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
-from openai.types import ContainerCreateResponse, ContainerListResponse, ContainerRetrieveResponse, FileObject, Model
+from openai.types import (
+    Batch,
+    ContainerCreateResponse,
+    ContainerListResponse,
+    ContainerRetrieveResponse,
+    FileObject,
+    Model,
+)
+from openai.types.batch_create_params import BatchCreateParams
 from openai.types.container_create_params import ContainerCreateParams
 from openai.types.containers import FileCreateResponse, FileListResponse, FileRetrieveResponse
 from openai.types.conversations import (
@@ -101,6 +109,8 @@ SDK_TYPES = (
     ("ContainerFileRetrieveResponse", FileRetrieveResponse, "serialization"),
     ("InputTokenCountResponse", InputTokenCountResponse, "serialization"),
     ("FileObject", FileObject, "serialization"),
+    ("Batch", Batch, "serialization"),
+    ("BatchCreateParams", BatchCreateParams, "validation"),
 )
 ERROR = {
     "type": "object",
@@ -306,6 +316,19 @@ FILE_DELETE = extend_schema(operation_id="deleteFile", summary="Delete a file an
 FILE_CONTENT = extend_schema(
     operation_id="retrieveFileContent", summary="Download a file's bytes",
     responses={(200, "application/octet-stream"): OpenApiResponse({"type": "string", "contentEncoding": "binary"})})
+BATCH_CREATE = extend_schema(
+    operation_id="createBatch", summary="Create a batch of /v1/responses requests from a batch file",
+    request={"application/json": ref("BatchCreateParams")},
+    examples=[OpenApiExample("A batch", request_only=True,
+                             value={"input_file_id": "file-abc", "endpoint": "/v1/responses",
+                                    "completion_window": "24h"})],
+    responses={200: OpenApiResponse(ref("Batch"))})
+BATCH_LIST = extend_schema(operation_id="listBatches", summary="List the batches, newest first", parameters=PAGE,
+                           responses={200: OpenApiResponse(list_of(ref("Batch")))})
+BATCH_RETRIEVE = extend_schema(operation_id="retrieveBatch", summary="Retrieve a batch",
+                               responses={200: OpenApiResponse(ref("Batch"))})
+BATCH_CANCEL = extend_schema(operation_id="cancelBatch", summary="Cancel a batch", request=None,
+                             responses={200: OpenApiResponse(ref("Batch"))})
 CONTAINER_CREATE = extend_schema(
     operation_id="createContainer", summary="Create a code interpreter container",
     request={"application/json": ref("ContainerCreateParams")},

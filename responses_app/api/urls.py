@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from django.urls import path
 
-from responses_app.api import containers, conversations, files, openapi, scheduled_responses, views, webhooks
+from responses_app.api import (
+    batches,
+    containers,
+    conversations,
+    files,
+    openapi,
+    scheduled_responses,
+    views,
+    webhooks,
+)
 
 urlpatterns = [
     path("responses", views.ResponsesView.as_view()),
@@ -23,6 +32,9 @@ urlpatterns = [
     path("files", files.FilesView.as_view()),
     path("files/<str:file_id>", files.FileView.as_view()),
     path("files/<str:file_id>/content", files.FileContentView.as_view()),
+    path("batches", batches.BatchesView.as_view()),
+    path("batches/<str:batch_id>", batches.BatchView.as_view()),
+    path("batches/<str:batch_id>/cancel", batches.BatchCancelView.as_view()),
     path("containers", containers.ContainersView.as_view()),
     path("containers/<str:container_id>", containers.ContainerView.as_view()),
     path("containers/<str:container_id>/files", containers.ContainerFilesView.as_view()),

@@ -28,14 +28,20 @@ BROKER_COOLDOWN_S = 2.0
 _broker_cooldown = Cooldown(BROKER_COOLDOWN_S)
 
 
-def send(response: Response, task_id: str, priority: int = INTERACTIVE_PRIORITY) -> None:
-    """Publish the response's task to its model's queue."""
+def priority_of(response: Response) -> int:
+    """A batch's responses wait behind every interactive one, as deferred ones do."""
+    return DEFERRED_PRIORITY if response.batch_id else INTERACTIVE_PRIORITY
+
+
+def send(response: Response, task_id: str, priority: int | None = None) -> None:
+    """Publish the response's task to its model's queue (at ``priority_of`` unless told)."""
     # By name: the task module imports the worker, which writes through the services.
     queue = settings.MODEL_REGISTRY[response.model]["queue"]
+    priority = priority_of(response) if priority is None else priority
     current_app.send_task(RUN_RESPONSE_TASK, args=[response.pk], queue=queue, task_id=task_id, priority=priority)
 
 
-def try_send(response: Response, task_id: str, priority: int = INTERACTIVE_PRIORITY) -> bool:
+def try_send(response: Response, task_id: str, priority: int | None = None) -> bool:
     """Send, or leave the response for the redelivery sweep (a broker outage: after one
     failed send, this process does not try again for BROKER_COOLDOWN_S)."""
     if _broker_cooldown.active:
@@ -51,7 +57,7 @@ def try_send(response: Response, task_id: str, priority: int = INTERACTIVE_PRIOR
     return True
 
 
-def try_enqueue(response: Response, priority: int = INTERACTIVE_PRIORITY, **fields: Any) -> bool:
+def try_enqueue(response: Response, priority: int | None = None, **fields: Any) -> bool:
     """Send the response's task and mark it enqueued (with ``fields``), or leave it for
     the redelivery sweep."""
     task_id = str(uuid.uuid4())

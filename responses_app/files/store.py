@@ -34,6 +34,15 @@ def create_file(tenant: Tenant, upload: File, filename: str, purpose: Any, expir
     purpose = _purpose(purpose)
     expires_in = _expires_in(expires_after, purpose)
     _check_size(upload, purpose)
+    return _save(tenant, upload, filename, purpose, expires_in)
+
+
+def create_output_file(tenant: Tenant, content: File, expires_in: int | None) -> StoredFile:
+    """Store a file the server wrote for the tenant (a batch's output): purpose batch_output."""
+    return _save(tenant, content, content.name, FilePurpose.BATCH_OUTPUT, expires_in)
+
+
+def _save(tenant: Tenant, upload: File, filename: str, purpose: str, expires_in: int | None) -> StoredFile:
     row = StoredFile(tenant=tenant, filename=filename[:MAX_FILENAME] or "file", purpose=purpose, bytes=upload.size)
     row.storage_name = file_storage().save(f"{tenant.pk}/{row.pk}", upload)
     if expires_in is not None:

@@ -1,6 +1,15 @@
 """The models, by what they persist: responses and their streams, conversations, webhooks,
-schedules, files."""
+schedules, files, batches."""
 
+from responses_app.models.batches import (
+    BATCH_REQUEST_ENDS,
+    BATCH_TERMINAL_STATUSES,
+    BATCH_WEBHOOK_EVENTS,
+    Batch,
+    BatchRequest,
+    BatchRequestState,
+    BatchStatus,
+)
 from responses_app.models.conversations import Conversation, ConversationItem
 from responses_app.models.files import UPLOAD_PURPOSES, FilePurpose, StoredFile
 from responses_app.models.responses import (
@@ -28,6 +37,8 @@ from responses_app.models.steering import ResponseSteer, SteerState
 from responses_app.models.webhooks import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = [
+    "BATCH_REQUEST_ENDS", "BATCH_TERMINAL_STATUSES", "BATCH_WEBHOOK_EVENTS", "Batch", "BatchRequest",
+    "BatchRequestState", "BatchStatus",
     "ACTIVE_STATUSES", "TERMINAL_EVENTS", "TERMINAL_EVENT_TYPES", "TERMINAL_STATUSES", "WEBHOOK_EVENTS", "ApiKey",
     "ApiKeyScope", "Conversation", "ConversationItem", "DeferredState", "DeliveryStatus", "EventLog", "EventNames",
     "FilePurpose", "StoredFile", "UPLOAD_PURPOSES",

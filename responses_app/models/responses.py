@@ -26,6 +26,9 @@ class Tenant(models.Model):
     response_retention_days = models.PositiveIntegerField(
         null=True, blank=True,
         help_text="Days a stored response is kept after it ends (empty: RESPONSE_RETENTION_DAYS; 0: forever).")
+    max_queued_batch_requests = models.PositiveIntegerField(
+        null=True, blank=True,
+        help_text="Batch requests not yet ended, over all batches (empty: BATCH_MAX_QUEUED_REQUESTS).")
 
     def __str__(self) -> str:
         return self.name
@@ -171,6 +174,9 @@ class Response(models.Model):
     # Steering input is queued for it (sessions/steering.py): the worker's cancel watch polls this
     # with cancel_requested and ends the response at its next safe boundary.
     steer_requested = models.BooleanField(default=False)
+    # Run for a request of this batch (batches/): at the broker's lowest priority, and its
+    # end is the request's result.
+    batch_id = models.CharField(max_length=64, blank=True)
 
     class Meta:
         indexes = [

@@ -57,9 +57,11 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     _check_function_call_outputs(earlier, items)
     check_prompt(request.model, params, earlier + items, timezone.now().date())
     deferred = request.completion_window != "soonest"
+    # A batch's responses are bounded by BATCH_MAX_IN_FLIGHT instead (batches/runner.py).
+    counted = request.background and not request.batch_id
     quotas.check_foreground_concurrency(tenant, request.background)
     with transaction.atomic():
-        quotas.reserve_background_slot(tenant, request.background)
+        quotas.reserve_background_slot(tenant, counted)
         on_lane = request.socket_session and request.joins_lane
         ahead = lanes.lane_waits(tenant.pk, request.socket_session, request.stream_id) if on_lane else None
         waits = deferred or ahead is not None or not request.generate
@@ -86,6 +88,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
             stream_id=request.stream_id,
             socket_id=request.socket_id,
             lane_after=ahead,
+            batch_id=request.batch_id,
         )
         if request.conversation_id:
             turns.claim(tenant, request.conversation_id, response)

@@ -11,6 +11,8 @@ terminal event and the row), then, in the same transaction and in this order:
 4. lane release: the next response of its WebSocket lane is sent, and steering input
    still queued fails (sessions/lanes.py);
 5. conversation append: its items join its conversation (conversations/turns.py);
+6. batch request: a batch's request records its end and its batch is advanced
+   (batches/requests.py);
 
 and once it commits, its event log is packed (stream/event_log.py). The worker, the
 reaper, cancel, delete, redelivery and every test end a response through it, so every
@@ -23,6 +25,7 @@ from typing import Unpack
 
 from django.db import transaction
 
+from responses_app.batches import requests as batch_requests
 from responses_app.conversations import turns
 from responses_app.models import Response, ResponseStatus, Tenant
 from responses_app.services.create import create_response
@@ -48,6 +51,7 @@ def end_response(response_id: str, status: str, **terminal: Unpack[Terminal]) ->
         continue_steered(response)
         lanes.response_ended(response)
         turns.response_ended(response)
+        batch_requests.response_ended(response)
         event_log.pack_after_commit(response.pk)
     return True
 

@@ -36,7 +36,7 @@ def reap_expired_leases() -> dict[str, int]:
     now = timezone.now()
     counts = {"requeued": 0, "failed": 0}
     expired = Response.objects.filter(status=ResponseStatus.IN_PROGRESS, lease_expires_at__lt=now)
-    for response in expired.only("id", "model", "attempts", "cancel_requested"):
+    for response in expired.only("id", "model", "attempts", "cancel_requested", "batch_id"):
         has_output = OutputItem.objects.filter(response_id=response.pk).exists()
         if not has_output and not response.cancel_requested and response.attempts < settings.RESPONSE_MAX_ATTEMPTS:
             requeued = Response.objects.filter(pk=response.pk, status=ResponseStatus.IN_PROGRESS,

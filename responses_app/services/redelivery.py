@@ -72,13 +72,13 @@ def _never_sent(now: datetime) -> list[Response]:
                 # A lane's response waits for the one before it; once that one has ended it
                 # is due (its release is sent where that one ended; this is the safety net).
                 .exclude(deferred_state=DeferredState.LANE, lane_after__status__in=ACTIVE_STATUSES)
-                .filter(Q(attempts__gt=0) | Q(created_at__lt=grace)).only("id", "model"))
+                .filter(Q(attempts__gt=0) | Q(created_at__lt=grace)).only("id", "model", "batch_id"))
 
 
 def _resend_lost(models: list[str], queue: str, now: datetime) -> int:
     waiting = list(Response.objects.filter(status=ResponseStatus.QUEUED, model__in=models, enqueued_at__isnull=False)
                    .exclude(deferred_state__in=NOT_YET_DUE).order_by("-enqueued_at", "-created_at")
-                   .only("id", "model", "enqueued_at")[:MAX_WAITING])
+                   .only("id", "model", "enqueued_at", "batch_id")[:MAX_WAITING])
     cutoff = now - timedelta(seconds=settings.RESPONSE_RESEND_AFTER_S)
     if not any(response.enqueued_at < cutoff for response in waiting):
         return 0

@@ -35,3 +35,6 @@ class CreateRequest:
     # generate=false (WebSocket): the response is stored with its input and completes at
     # once with no output, for a later previous_response_id (Codex's prewarm).
     generate: bool = True
+    # Run for a request of this batch (batches/runner.py): no tenant concurrency quota, the
+    # broker's lowest priority.
+    batch_id: str = ""

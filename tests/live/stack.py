@@ -51,6 +51,9 @@ STACK_ENV = {
     "FILE_MAX_BYTES": str(4 * 2**20),
     "FILE_PURGE_INTERVAL_S": "1",
     "DETACHED_SWEEP_INTERVAL_S": "1",
+    # Batches: beat's tick every second, at most 4 batch responses of a model in flight.
+    "BATCH_TICK_INTERVAL_S": "1",
+    "BATCH_MAX_IN_FLIGHT": "4",
 }
 
 

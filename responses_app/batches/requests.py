@@ -1,0 +1,45 @@
+"""A batch request's end, recorded where its response ends (services/ended.end_response),
+in the same transaction: a request is never counted twice nor lost, whoever ends its
+response (the worker, the reaper, a cancel). Then its batch is advanced: the next request
+takes the freed slot."""
+
+from __future__ import annotations
+
+from celery import current_app
+from django.db import transaction
+from django.db.models import F
+
+from responses_app.models import Batch, BatchRequest, BatchRequestState, Response, ResponseStatus
+
+# By name: the task's module imports the runner, which creates responses through the services.
+VALIDATE_BATCH_TASK = "responses_app.tasks.validate_batch"
+ADVANCE_BATCH_TASK = "responses_app.tasks.advance_batch"
+
+_REQUEST_STATE = {
+    ResponseStatus.COMPLETED: BatchRequestState.COMPLETED,
+    ResponseStatus.INCOMPLETE: BatchRequestState.COMPLETED,  # a 200 with status incomplete, as OpenAI's
+    ResponseStatus.FAILED: BatchRequestState.FAILED,
+    ResponseStatus.CANCELLED: BatchRequestState.CANCELLED,
+}
+
+
+def response_ended(response: Response) -> None:
+    if not response.batch_id:
+        return
+    state = _REQUEST_STATE[response.status]
+    ended = BatchRequest.objects.filter(response_id=response.pk, state=BatchRequestState.RUNNING).update(state=state)
+    if ended and state == BatchRequestState.COMPLETED:
+        Batch.objects.filter(pk=response.batch_id).update(completed=F("completed") + 1)
+    elif ended and state == BatchRequestState.FAILED:
+        Batch.objects.filter(pk=response.batch_id).update(failed=F("failed") + 1)
+    batch_id = response.batch_id
+    transaction.on_commit(lambda: send_batch_task(ADVANCE_BATCH_TASK, batch_id))
+
+
+def send_batch_task(task: str, batch_id: str) -> None:
+    """Ask a worker to validate or advance the batch; if the broker is down, beat's tick
+    (advance_batches) does it later."""
+    try:
+        current_app.send_task(task, args=[batch_id])
+    except Exception:  # noqa: BLE001 - any broker failure; the tick covers it
+        pass
