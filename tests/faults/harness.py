@@ -417,6 +417,63 @@ def stack_serves(stack: FaultStack, timeout: float = 30) -> bool:
     return False
 
 
+# --- the Batch API under a fault -------------------------------------------------------------------
+
+BATCH_REQUESTS = 16
+# The faults a batch lives through: its requests' worker killed, the web process killed
+# under its polling client, and the broker (its task messages) lost.
+BATCH_FAULTS = ("worker SIGKILL", "web SIGKILL", "redis restart")
+
+
+def batch_trial(stack: FaultStack, fault: str, expected: str) -> list[str]:
+    """A batch of BATCH_REQUESTS slow requests, ``fault`` injected once two have ended.
+    Returns what went wrong: the batch must complete with every request run once, each
+    output line in input order saying what a response with no fault says."""
+    client = stack.client()
+    body = {"model": "echo", "input": INPUT, "metadata": {"echo_token_delay_ms": str(TOKEN_DELAY_MS)}}
+    lines = b"".join(json.dumps({"custom_id": f"r{n}", "method": "POST", "url": "/v1/responses",
+                                 "body": body}).encode() + b"\n" for n in range(BATCH_REQUESTS))
+    input_file = client.files.create(file=("batch.jsonl", lines), purpose="batch")
+    batch = client.batches.create(input_file_id=input_file.id, endpoint="/v1/responses", completion_window="24h")
+    _poll_batch(stack, batch.id, lambda b: b.request_counts.completed >= 2, timeout=60)
+    FAULTS[fault](stack, [])
+    stack.up()
+    ended = _poll_batch(stack, batch.id, lambda b: b.status in ("completed", "failed", "expired", "cancelled"),
+                        timeout=180)
+    problems = []
+    if (ended.status, ended.request_counts.completed, ended.request_counts.failed) != (
+            "completed", BATCH_REQUESTS, 0):
+        problems.append(f"ended {ended.status} with {ended.request_counts}")
+    [(responses, distinct)] = stack.sql("SELECT count(*), count(DISTINCT id) FROM responses_app_response "
+                                        "WHERE batch_id = %s", batch.id)
+    if responses != BATCH_REQUESTS:
+        problems.append(f"{responses} responses ran for {BATCH_REQUESTS} requests")
+    output = [json.loads(line) for line in client.files.content(ended.output_file_id).read().splitlines()
+              ] if ended.output_file_id else []
+    if [line["custom_id"] for line in output] != [f"r{n}" for n in range(BATCH_REQUESTS)]:
+        problems.append(f"the output file's lines are {[line['custom_id'] for line in output]}")
+    wrong = [line["custom_id"] for line in output
+             if line["response"]["body"]["output"][-1]["content"][0]["text"] != expected]
+    if wrong:
+        problems.append(f"requests {wrong} did not say what a response with no fault says")
+    return problems
+
+
+def _poll_batch(stack: FaultStack, batch_id: str, done: Callable[[object], bool], timeout: float) -> object:
+    """The batch once ``done`` holds; the web process may be away for a moment meanwhile."""
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            batch = stack.client().batches.retrieve(batch_id)
+            if done(batch):
+                return batch
+        except (openai.APIConnectionError, openai.InternalServerError):
+            batch = None
+        if time.monotonic() > deadline:
+            raise AssertionError(f"batch {batch_id} is still {batch and batch.status} after {timeout} s")
+        time.sleep(0.3)
+
+
 def summary(results: list[TrialResult]) -> dict[str, object]:
     return {
         "trials": len(results),

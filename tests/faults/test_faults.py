@@ -45,3 +45,10 @@ def test_every_response_and_stream_ends_with_dense_events_after(fault, fault_sta
         assert (result.lost_events, result.duplicated_events) == (0, 0)
         harness.prepare(fault_stack, fault)
         assert harness.stack_serves(fault_stack), f"the stack does not serve after trial {trial} of {fault}"
+
+
+@pytest.mark.parametrize("fault", harness.BATCH_FAULTS)
+def test_a_batch_completes_through_a_fault_with_each_request_run_once(fault, fault_stack, expected_text):
+    harness.prepare(fault_stack, fault)
+    problems = harness.batch_trial(fault_stack, fault, expected_text)
+    assert not problems, "; ".join(problems)
