@@ -336,6 +336,10 @@ BATCH_MAX_IN_FLIGHT = int(env_float("BATCH_MAX_IN_FLIGHT", 16))
 # A tenant's batch requests not yet ended, over all its batches (Tenant.max_queued_batch_requests
 # overrides it); a batch that would pass it fails validation.
 BATCH_MAX_QUEUED_REQUESTS = int(env_float("BATCH_MAX_QUEUED_REQUESTS", 1_000_000))
+# Each request's end advances its batch at once; beat's tick (BATCH_TICK_INTERVAL_S) takes up
+# a batch that has not advanced for this long (its messages lost, or an expiry with nothing
+# running).
+BATCH_STALL_S = env_float("BATCH_STALL_S", 30.0)
 # An input_file part is read whole to take its text: the largest file (bytes) it may name.
 INPUT_FILE_MAX_BYTES = int(env_float("INPUT_FILE_MAX_BYTES", 32 * 2**20))
 

@@ -70,7 +70,7 @@ class ResponseAdmin(admin.ModelAdmin):
     list_display = ("id", "tenant", "model", "status_badge", "background", "created_at", "duration", "tokens")
     list_filter = ("status", "tenant", "model", "background", ("created_at", admin.DateFieldListFilter))
     search_fields = ("=id",)  # shows the search box; get_search_results does the searching
-    search_help_text = "A response id, or text found in its metadata values."
+    search_help_text = "A response id, a batch id (its responses), or text found in its metadata values."
     list_select_related = ("tenant",)
     list_per_page = 50
     show_full_result_count = False
@@ -169,6 +169,8 @@ class ResponseAdmin(admin.ModelAdmin):
         term = search_term.strip()
         if not term:
             return queryset, False
+        if term.startswith("batch_"):  # a batch's responses (linked from the batch's page)
+            return queryset.filter(batch_id=term), False
         return queryset.filter(Q(pk=term) | metadata_matches(term)), False
 
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:

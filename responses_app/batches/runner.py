@@ -13,7 +13,7 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import F, Q
 from django.utils import timezone
 
 from responses_app.batches import results
@@ -38,7 +38,7 @@ log = logging.getLogger(__name__)
 INSERT_CHUNK = 1000
 # A batch still "validating" this long after its create lost its validation (a worker
 # killed, a lost message): beat's tick validates it again.
-STALLED_AFTER = timedelta(minutes=10)
+VALIDATION_STALLED_AFTER = timedelta(minutes=10)
 
 
 # --- validation --------------------------------------------------------------------------------
@@ -106,6 +106,7 @@ def advance_batch(batch_id: str) -> None:
     batch = Batch.objects.filter(pk=batch_id).first()
     if batch is None or batch.is_terminal or batch.status == BatchStatus.VALIDATING:
         return
+    Batch.objects.filter(pk=batch_id).update(advanced_at=timezone.now())
     if batch.status == BatchStatus.IN_PROGRESS and timezone.now() >= batch.expires_at:
         stop_batch(batch, expired=True)
     elif batch.status == BatchStatus.IN_PROGRESS:
@@ -116,14 +117,17 @@ def advance_batch(batch_id: str) -> None:
 
 
 def advance_batches() -> int:
-    """Beat's tick: advance every batch that is not ended, and validate again the ones whose
-    validation stalled."""
-    stalled = timezone.now() - STALLED_AFTER
-    for batch_id in Batch.objects.filter(status=BatchStatus.VALIDATING, created_at__lt=stalled).values_list(
-            "pk", flat=True):
+    """Beat's tick: advance the batches that have not advanced for BATCH_STALL_S, and
+    validate again the ones whose validation stalled."""
+    now = timezone.now()
+    for batch_id in Batch.objects.filter(status=BatchStatus.VALIDATING,
+                                         created_at__lt=now - VALIDATION_STALLED_AFTER).values_list("pk", flat=True):
         validate_batch(batch_id)
-    active = list(Batch.objects.filter(status__in=(
-        BatchStatus.IN_PROGRESS, BatchStatus.FINALIZING, BatchStatus.CANCELLING)).values_list("pk", flat=True))
+    quiet_since = now - timedelta(seconds=settings.BATCH_STALL_S)
+    active = list(Batch.objects.filter(
+        Q(advanced_at__isnull=True) | Q(advanced_at__lt=quiet_since),
+        status__in=(BatchStatus.IN_PROGRESS, BatchStatus.FINALIZING, BatchStatus.CANCELLING),
+    ).values_list("pk", flat=True))
     for batch_id in active:
         try:
             advance_batch(batch_id)

@@ -82,6 +82,9 @@ class Batch(models.Model):
     expired_at = models.DateTimeField(null=True, blank=True)
     cancelling_at = models.DateTimeField(null=True, blank=True)
     cancelled_at = models.DateTimeField(null=True, blank=True)
+    # The last step taken (batches/runner.advance_batch): beat's tick takes up only a batch
+    # that has had none for BATCH_STALL_S.
+    advanced_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "batches"

@@ -25,7 +25,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from responses_app.dispatch import broker
-from responses_app.models import Response, ResponseStatus
+from responses_app.models import BatchRequest, BatchRequestState, Response, ResponseStatus
 from responses_app.observability import metrics
 
 log = logging.getLogger(__name__)
@@ -60,6 +60,21 @@ def responses_by_status() -> Iterator[Metric]:
     for (model, status), count in sorted(counts.items()):
         gauge.add_metric([model, status], count)
     yield gauge
+    yield batch_requests()
+
+
+def batch_requests() -> GaugeMetricFamily:
+    """Batch requests by model and state: queued (waiting for a slot), running, and each end."""
+    gauge = GaugeMetricFamily("responses_batch_requests", "Batch requests in the database by model and state.",
+                              labels=["model", "state"])
+    counts = dict.fromkeys(((model, state) for model in settings.MODEL_REGISTRY
+                            for state in BatchRequestState.values), 0)
+    for model, state, count in BatchRequest.objects.order_by().values_list("batch__model", "state").annotate(
+            n=Count("pk")):
+        counts[(model, state)] = count
+    for (model, state), count in sorted(counts.items()):
+        gauge.add_metric([model, state], count)
+    return gauge
 
 
 def from_metrics_redis() -> Iterator[Metric]:

@@ -27,6 +27,7 @@ from responses_app.models import (
     WebhookEndpoint,
     new_response_id,
 )
+from responses_app.models.batches import new_batch_id
 from responses_app.models.webhooks import new_event_id
 from responses_app.webhooks import delivery
 
@@ -72,8 +73,9 @@ def _record(tenant_id: int, event_type: str | None, subject_id: str, at: datetim
 
 
 def sample_delivery(endpoint: WebhookEndpoint, event_type: str) -> WebhookDelivery:
-    """A delivery of a sample event for ``client.webhooks.test`` (its response id is made up)."""
+    """A delivery of a sample event for ``client.webhooks.test`` (its response or batch id is made up)."""
     event_id = new_event_id()
+    subject = new_batch_id() if event_type.startswith("batch.") else new_response_id()  # made up
     return WebhookDelivery.objects.create(
         endpoint=endpoint, event_id=event_id, event_type=event_type, response_id="",
-        payload=event_payload(event_id, event_type, new_response_id(), timezone.now()), next_attempt_at=None)
+        payload=event_payload(event_id, event_type, subject, timezone.now()), next_attempt_at=None)

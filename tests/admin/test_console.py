@@ -349,3 +349,32 @@ def test_the_admin_lists_files_read_only_and_a_delete_takes_the_bytes(operator_c
     with django_capture_on_commit_callbacks(execute=True):
         reply = operator_client.post(f"/admin/responses_app/storedfile/{quote(row.id)}/delete/", {"post": "yes"})
     assert reply.status_code == 302 and not store.file_storage().exists(row.storage_name)
+
+
+def test_a_batch_shows_its_progress_files_and_responses_and_an_operator_may_cancel_it(operator_client, tenant):
+    from responses_app.models import Batch, BatchRequest, BatchRequestState
+
+    batch = Batch.objects.create(tenant=tenant, endpoint="/v1/responses", input_file_id="file-in",
+                                 completion_window="24h", model="echo", status="in_progress", total=3, completed=1,
+                                 expires_at=timezone.now() + timedelta(hours=1))
+    BatchRequest.objects.bulk_create(BatchRequest(batch=batch, line=n, custom_id=f"q{n}", body={},
+                                                  state=BatchRequestState.QUEUED) for n in range(2))
+    response = finished(tenant, batch_id=batch.pk)
+    finished(tenant)  # another response, not the batch's
+
+    listing = operator_client.get("/admin/responses_app/batch/").content.decode()
+    assert batch.pk in listing and "1 / 3 (1 completed, 0 failed)" in listing
+    detail = operator_client.get(f"/admin/responses_app/batch/{quote(batch.pk)}/change/").content.decode()
+    assert "/admin/responses_app/storedfile/file-in/change/" in detail
+    assert f"{LIST}?q={batch.pk}" in detail
+    found = operator_client.get(LIST, {"q": batch.pk}).content.decode()
+    assert response.pk in found and found.count('class="action-select"') == 1
+    assert operator_client.get("/admin/responses_app/batch/add/").status_code == 403
+
+    reply = operator_client.post("/admin/responses_app/batch/", {"action": "cancel_batches",
+                                                                 "_selected_action": [batch.pk]})
+    assert reply.status_code == 302
+    batch.refresh_from_db()
+    assert batch.status in ("cancelling", "cancelled") and batch.cancelling_at is not None
+    assert set(BatchRequest.objects.filter(batch=batch).values_list("state", flat=True)) == {"cancelled"}
+    assert LogEntry.objects.get(object_id=batch.pk).change_message == "Cancelled from the admin."

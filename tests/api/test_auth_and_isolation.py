@@ -359,7 +359,7 @@ def test_an_unstored_response_completes_and_streams_but_is_never_retrievable_and
     # Beat's purge, run here, with the live stack's retention (UNSTORED_RETENTION_S=2).
     time.sleep(2)
     with override_settings(UNSTORED_RETENTION_S=2):
-        assert purge_unstored_responses() >= 2
+        purge_unstored_responses()  # a live stack's beat, when one runs beside, may have purged them first
     assert not Response.objects.filter(pk__in=unstored).exists()
     assert not InputItem.objects.filter(response_id__in=unstored).exists()
     assert not OutputItem.objects.filter(response_id__in=unstored).exists()

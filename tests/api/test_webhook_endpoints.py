@@ -46,7 +46,8 @@ def test_endpoints_are_managed_with_the_sdk(carol: openai.OpenAI, receiver: Rece
     assert [endpoint.id for endpoint in listed.data] == [second.id] and listed.has_more
     assert [endpoint.id for endpoint in carol.webhooks.list(limit=1, after=second.id).data] == [created.id]
 
-    assert carol.webhooks.event_types.list().data == RESPONSE_TYPES
+    assert carol.webhooks.event_types.list().data == [
+        *RESPONSE_TYPES, "batch.completed", "batch.failed", "batch.expired", "batch.cancelled"]
 
     rotated = carol.webhooks.rotate_secret(created.id)
     assert rotated.signing_secret.startswith("whsec_") and rotated.signing_secret != created.signing_secret
@@ -70,7 +71,7 @@ def test_bad_endpoints_are_refused_with_a_400(carol: openai.OpenAI, receiver: Re
         ({"url": "http://169.254.169.254/latest/meta-data"}, "url"),
         ({"url": "http://[::1]:8080/hook"}, "url"),
         ({"url": "file:///etc/passwd"}, "url"),
-        ({"event_types": ["batch.completed"]}, "event_types[0]"),
+        ({"event_types": ["fine_tuning.job.succeeded"]}, "event_types[0]"),
         ({"event_types": []}, "event_types"),
         ({"name": ""}, "name"),
     ]
@@ -105,7 +106,7 @@ def test_a_test_event_reports_the_receivers_status_code(carol: openai.OpenAI, re
                                   secret=endpoint.signing_secret)
     assert event.type == "response.failed"
     with pytest.raises(openai.BadRequestError):
-        carol.webhooks.test(endpoint.id, event_type="batch.completed")
+        carol.webhooks.test(endpoint.id, event_type="fine_tuning.job.succeeded")
 
 
 def test_a_rotation_that_keeps_the_old_secret_signs_with_both(carol: openai.OpenAI, receiver: Receiver):

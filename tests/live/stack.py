@@ -51,8 +51,10 @@ STACK_ENV = {
     "FILE_MAX_BYTES": str(4 * 2**20),
     "FILE_PURGE_INTERVAL_S": "1",
     "DETACHED_SWEEP_INTERVAL_S": "1",
-    # Batches: beat's tick every second, at most 4 batch responses of a model in flight.
+    # Batches: beat's tick every second takes up a batch quiet for 3 s; at most 4 batch
+    # responses of a model in flight.
     "BATCH_TICK_INTERVAL_S": "1",
+    "BATCH_STALL_S": "3",
     "BATCH_MAX_IN_FLIGHT": "4",
 }
 

@@ -13,6 +13,7 @@ import openai
 import pytest
 
 from tests.helpers import wait_until
+from tests.live.test_health_and_metrics import scrape, value
 from tests.live.webhook_receiver import Receiver
 
 pytestmark = pytest.mark.core
@@ -47,7 +48,7 @@ def webhook_events(client: openai.OpenAI, receiver: Receiver, secret: str) -> li
     return [client.webhooks.unwrap(r.body, r.headers, secret=secret) for r in receiver.received]
 
 
-def test_a_batch_runs_on_the_live_stack_into_files_and_one_webhook(carol: openai.OpenAI, bob: openai.OpenAI,
+def test_a_batch_runs_on_the_live_stack_into_files_and_one_webhook(stack, carol: openai.OpenAI, bob: openai.OpenAI,
                                                                     receiver: Receiver):
     endpoint = carol.webhooks.create(name="batches", url=receiver.url, event_types=[*BATCH_TYPES, "response.completed"])
     lines = [line(f"q{n}", f"Question {n}") for n in range(5)] + [line("bad", "x", previous_response_id="resp_gone")]
@@ -67,6 +68,13 @@ def test_a_batch_runs_on_the_live_stack_into_files_and_one_webhook(carol: openai
     # One event for the batch; none for each of its responses.
     [event] = webhook_events(carol, receiver, endpoint.signing_secret)
     assert (event.type, event.data.id, event.created_at) == ("batch.completed", batch.id, done.completed_at)
+
+    # /metrics counts batch requests by state; this batch's are done.
+    families = scrape(stack)
+    assert value(families, "responses_batch_requests", model="echo", state="completed") >= 5
+    assert value(families, "responses_batch_requests", model="echo", state="failed") >= 1
+    assert {s.labels["state"] for s in families["responses_batch_requests"].samples} == {
+        "queued", "running", "completed", "failed", "cancelled", "expired"}
 
     with pytest.raises(openai.NotFoundError):
         bob.batches.retrieve(batch.id)

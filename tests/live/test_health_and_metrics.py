@@ -29,7 +29,7 @@ CHECKS = {"database", "redis", "broker", "workers"}
 HISTOGRAMS = {"responses_time_to_first_event_seconds", "responses_output_tokens_per_second",
               "responses_event_batch_write_seconds"}
 GAUGES = {"responses_by_status", "responses_queue_depth", "responses_sse_streams_active",
-          "responses_metrics_source_up"}
+          "responses_metrics_source_up", "responses_batch_requests"}
 LONG_SCRIPT = reasoning_and_answer("Thinking about it for a while, one word at a time, " * 3,
                                    "An answer that takes a few seconds to stream out, token by token.")
 

@@ -65,6 +65,10 @@ FILE_OPERATIONS = {
     ("POST", "/v1/files"), ("GET", "/v1/files"), ("GET", "/v1/files/{file_id}"), ("DELETE", "/v1/files/{file_id}"),
     ("GET", "/v1/files/{file_id}/content"),
 }
+BATCH_OPERATIONS = {
+    ("POST", "/v1/batches"), ("GET", "/v1/batches"), ("GET", "/v1/batches/{batch_id}"),
+    ("POST", "/v1/batches/{batch_id}/cancel"),
+}
 CONTAINER_OPERATIONS = {
     ("POST", "/v1/containers"), ("GET", "/v1/containers"), ("GET", "/v1/containers/{container_id}"),
     ("DELETE", "/v1/containers/{container_id}"), ("POST", "/v1/containers/{container_id}/files"),
@@ -87,7 +91,7 @@ def test_the_document_lists_every_operation_with_its_error_shape(stack: LiveStac
         ("POST", "/v1/responses/input_tokens"), ("POST", "/v1/responses/compact"),
         ("GET", "/v1/models"), ("GET", "/v1/models/{model_id}"),
         *WEBHOOK_OPERATIONS, *SCHEDULE_OPERATIONS, *CONVERSATION_OPERATIONS, *CONTAINER_OPERATIONS,
-        *FILE_OPERATIONS,
+        *FILE_OPERATIONS, *BATCH_OPERATIONS,
     }
     create = document["paths"]["/v1/responses"]["post"]
     assert set(create["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
