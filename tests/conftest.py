@@ -25,9 +25,9 @@ from tests.helpers import new_key, new_tenant
 from tests.inprocess import InProcessApp
 from tests.live.stack import LiveStack, database_url
 
-# The fixtures that start servers in processes of their own: the live stack, and the
-# fault suite's stack on services of its own.
-LIVE_FIXTURES = frozenset({"live_stack", "fault_stack"})
+# The fixtures that start servers in processes of their own: the live stack, the fault
+# suite's stack on services of its own, and s3rver (a Node client that `make test` installs).
+LIVE_FIXTURES = frozenset({"live_stack", "fault_stack", "s3rver"})
 TINY_MODEL_CACHE = settings.BASE_DIR / ".cache" / "models"
 
 
