@@ -5,10 +5,13 @@ never lands in the middle of a code interpreter call."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable
 
+from django.core.files import File
 from django.db import transaction
 
+from tools_app import container_store
 from tools_app.containers import created_at_page, locked, running_container
 from tools_app.models import ContainerFile, ContainerFileSource
 from tools_app.sandbox import Workspace
@@ -28,10 +31,13 @@ def upload_file(tenant_id: int, container_id: str, name: str, chunks: Iterable[b
     FileExistsError where a directory or link holds the name."""
     container = running_container(tenant_id, container_id)
     workspace = Workspace.for_container(container.pk)
-    with locked(workspace), transaction.atomic():
-        size = write_beneath(workspace.data_dir, name, chunks, workspace.uid)
-        file, _ = ContainerFile.objects.update_or_create(container=container, path=name, defaults={
-            "bytes": size, "source": ContainerFileSource.USER})
+    with locked(workspace):
+        with transaction.atomic():
+            size = write_beneath(workspace.data_dir, name, chunks, workspace.uid)
+            file, _ = ContainerFile.objects.update_or_create(container=container, path=name, defaults={
+                "bytes": size, "source": ContainerFileSource.USER})
+        container_store.store_files(container.pk, workspace, [name])
+        container_store.changed(container.pk, workspace)
     return file
 
 
@@ -58,16 +64,23 @@ def delete_file(tenant_id: int, container_id: str, file_id: str) -> None:
         try:
             unlink_beneath(workspace.data_dir, file.path)
         except FileNotFoundError:
-            pass  # the code removed it already: the row goes all the same
+            pass  # the code removed it already, or this node has no copy: the row goes all the same
         file.delete()
+        container_store.delete_files(container_id, [file.path])
+        container_store.changed(container_id, workspace)
 
 
-def open_file(tenant_id: int, container_id: str, file_id: str) -> tuple[ContainerFile, int]:
-    """The file's row and an open read-only fd of its bytes (FileNotInContainer if its
-    bytes are gone)."""
+def open_file(tenant_id: int, container_id: str, file_id: str) -> tuple[ContainerFile, File]:
+    """The file's row and its bytes, open for reading, from the shared storage (from the
+    work dir for a file stored before the storage held containers' files);
+    FileNotInContainer if its bytes are gone."""
     file = get_file(tenant_id, container_id, file_id)
     try:
-        return file, open_beneath(Workspace.for_container(container_id).data_dir, file.path)
+        return file, container_store.open_file(file)
+    except FileNotFoundError:
+        pass
+    try:
+        return file, File(os.fdopen(open_beneath(Workspace.for_container(container_id).data_dir, file.path), "rb"))
     except FileNotFoundError:
         raise FileNotInContainer(container_id, file_id) from None
 

@@ -16,6 +16,7 @@ from django.conf import settings
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from tools_app import container_store
 from tools_app.models import Container, ContainerFile, ContainerFileSource, ContainerStatus
 from tools_app.sandbox import ExecutionResult, Workspace, run_code
 
@@ -102,6 +103,7 @@ def delete_container(tenant_id: int, container_id: str) -> None:
     workspace = Workspace.for_container(container.pk)
     with locked(workspace):
         workspace.remove()
+        container_store.delete_files(container.pk, container.files.values_list("path", flat=True))
     container.delete()
 
 
@@ -117,9 +119,14 @@ def execute(container: Container, code: str, timeout_s: float | None = None) -> 
         if not _touch(container):
             workspace.remove()  # it expired while we waited: drop what create() remade
             raise ContainerNotFound(container.pk)
+        container_store.fetch_if_stale(container, workspace)  # its files, as another node may have left them
         result = run_code(workspace, code, timeout_s)
         _touch(container)
-        record_written_files(container, result)
+        gone = record_written_files(container, result)
+        if result.files or gone:
+            container_store.store_files(container.pk, workspace, result.files)
+            container_store.delete_files(container.pk, gone)
+            container_store.changed(container.pk, workspace)
     return result
 
 
@@ -142,7 +149,9 @@ def expire_idle_containers() -> int:
                                                last_active_at=last_active_at).update(status=ContainerStatus.EXPIRED)
             if updated:
                 workspace.remove()
-                ContainerFile.objects.filter(container_id=container_id).delete()
+                files = ContainerFile.objects.filter(container_id=container_id)
+                container_store.delete_files(container_id, files.values_list("path", flat=True))
+                files.delete()
                 expired += 1
     if expired:
         logger.info("Expired %d idle code interpreter containers", expired)
@@ -166,9 +175,10 @@ def running_container(tenant_id: int, container_id: str) -> Container:
     return container
 
 
-def record_written_files(container: Container, result: ExecutionResult) -> None:
+def record_written_files(container: Container, result: ExecutionResult) -> list[str]:
     """After a call (under its lock): the files it wrote are the container's files, with
-    ``source`` "assistant" unless the user uploaded them, and the rows of files it deleted go."""
+    ``source`` "assistant" unless the user uploaded them, and the rows of files it deleted
+    go. Returns the paths of those."""
     for path in result.files:
         size = result.sizes[path]
         ContainerFile.objects.update_or_create(container=container, path=path, defaults={"bytes": size},
@@ -177,6 +187,7 @@ def record_written_files(container: Container, result: ExecutionResult) -> None:
             if path not in result.sizes]
     if gone:
         ContainerFile.objects.filter(container=container, path__in=gone).delete()
+    return gone
 
 
 def _running(tenant_id: int, container_id: str) -> Container | None:

@@ -137,8 +137,8 @@ class ContainerFileContentView(ApiView):
 
     @openapi.CONTAINER_FILE_CONTENT
     async def get(self, request: Request, container_id: str, file_id: str) -> StreamingHttpResponse:
-        file, fd = await db(_found(container_files.open_file))(request.user.tenant.pk, container_id, file_id)
-        response = attachment(os.fdopen(fd, "rb"), os.path.basename(file.path), os.fstat(fd).st_size)
+        file, content = await db(_found(container_files.open_file))(request.user.tenant.pk, container_id, file_id)
+        response = attachment(content, os.path.basename(file.path), content.size)
         # Files are written by model-run code: never let a browser treat one as a page.
         response["Content-Security-Policy"] = "sandbox"
         response["X-Content-Type-Options"] = "nosniff"

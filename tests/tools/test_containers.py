@@ -187,8 +187,8 @@ def test_files_the_code_writes_are_the_containers_files_and_links_are_never_foll
     assert files == {"out/a.txt": (1, "assistant"), "gone.txt": (1, "assistant")}  # links are not files
     execute(container, "import os\nos.remove('gone.txt')")
     [written] = ContainerFile.objects.filter(container=container)
-    file, fd = open_file(alice.pk, container.id, written.id)
-    with os.fdopen(fd, "rb") as content:
+    file, content = open_file(alice.pk, container.id, written.id)
+    with content:
         assert (file.path, content.read()) == ("out/a.txt", b"a")
     with pytest.raises(ContainerNotFound):
         open_file(bob.pk, container.id, written.id)
@@ -209,3 +209,35 @@ def test_the_admin_lists_containers_read_only(client, django_user_model, alice):
     detail = client.get(f"/admin/tools_app/container/{quote(container.id)}/change/")  # as the admin quotes it
     assert detail.status_code == 200 and 'name="status"' not in detail.content.decode()
     assert client.get("/admin/tools_app/container/add/").status_code == 403
+
+
+def test_a_containers_files_live_in_the_shared_storage_for_any_node_to_serve_and_run(alice, settings, tmp_path):
+    from django.core.files.storage import storages
+
+    from tools_app.container_files import delete_file
+
+    settings.STORAGES = {**settings.STORAGES, "files": {**settings.STORAGES["files"],
+                                                         "OPTIONS": {"location": str(tmp_path / "files")}}}
+    container = resolve_container(alice.pk, {"type": "auto"})
+    execute(container, "import os\nos.makedirs('out')\nopen('out/a.txt', 'w').write('from node one')\nx = 41")
+    upload_file(alice.pk, container.id, "b.txt", [b"uploaded"])
+    assert storages["files"].open(f"containers/{container.id}/out/a.txt").read() == b"from node one"
+    assert storages["files"].open(f"containers/{container.id}/b.txt").read() == b"uploaded"
+
+    # Another node: no work dir at all. It serves the files, and a call there finds them;
+    # the interpreter's variables stayed on the first node.
+    Workspace.for_container(container.id).remove()
+    [written] = ContainerFile.objects.filter(container=container, path="out/a.txt")
+    _, content = open_file(alice.pk, container.id, written.id)
+    assert content.read() == b"from node one"
+    result = execute(container, "print(open('out/a.txt').read(), open('b.txt').read())\nprint('x' in dir())")
+    assert result.logs.split("\n")[:2] == ["from node one uploaded", "False"]
+
+    # A node whose copy is older drops what was deleted since.
+    workspace = Workspace.for_container(container.id)
+    (workspace.root / "synced_version").write_text("0")
+    [uploaded] = ContainerFile.objects.filter(container=container, path="b.txt")
+    delete_file(alice.pk, container.id, uploaded.id)
+    assert not storages["files"].exists(f"containers/{container.id}/b.txt")
+    result = execute(container, "import os\nprint(sorted(os.listdir('.')))")
+    assert result.logs.strip() == "['out']"

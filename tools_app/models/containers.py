@@ -32,6 +32,9 @@ class Container(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     last_active_at = models.DateTimeField(auto_now_add=True)
     idle_timeout_s = models.PositiveIntegerField()
+    # Bumped by every change of its files (tools_app/container_store.py): a node whose work
+    # dir holds an older version fetches the files from the shared storage before a call.
+    files_version = models.PositiveIntegerField(default=0)
 
     class Meta:
         indexes = [models.Index(fields=["status", "last_active_at"])]

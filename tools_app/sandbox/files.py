@@ -100,6 +100,26 @@ def write_beneath(root: Path, name: str, chunks: Iterable[bytes], uid: int | Non
     return size
 
 
+def write_path_beneath(root: Path, relative: str, chunks: Iterable[bytes], uid: int | None) -> int:
+    """Write a file at ``relative`` under root, making its directories (owned by ``uid``
+    when given) and following no link on the way."""
+    parts = [part for part in relative.split("/") if part not in ("", ".")]
+    if not parts or any(part == ".." for part in parts) or relative.startswith("/"):
+        raise FileNotFoundError(relative)
+    directory = root
+    for part in parts[:-1]:
+        directory = directory / part
+        try:
+            os.mkdir(directory, 0o755)
+            if uid is not None:
+                os.chown(directory, uid, uid, follow_symlinks=False)
+        except FileExistsError:
+            pass
+        if not stat.S_ISDIR(os.lstat(directory).st_mode):
+            raise FileExistsError(relative)
+    return write_beneath(directory, parts[-1], chunks, uid)
+
+
 def unlink_beneath(root: Path, relative: str) -> None:
     """Delete a file under root, following no link on the way (FileNotFoundError if absent)."""
     directory, name = _parent(root, relative)
