@@ -41,6 +41,7 @@ from bench.harness import service_pids, service_urls, services  # noqa: E402
 from bench.serving import client, make_stack, manage, percentile, read_stream, rss_mib  # noqa: E402
 
 SERVICES_DIR = ROOT / ".run" / "bench-batch"
+TEST_ONLY_ENV = ("FILE_MAX_BYTES", "FILE_PURGE_INTERVAL_S", "BATCH_TICK_INTERVAL_S", "BATCH_STALL_S")
 INTERACTIVE_BODY = {"model": "echo", "input": "An interactive question, streamed while a batch runs.", "stream": True}
 
 
@@ -101,6 +102,8 @@ def run(args: argparse.Namespace, urls: dict[str, str]) -> str:
     manage(env, "create_tenant", "bench", "--max-concurrent-background", "none", "--requests-per-minute", "none")
     api_key = manage(env, "create_api_key", "--tenant", "bench").strip().splitlines()[-1].split()[-1]
     stack = make_stack(db_url, urls["REDIS_URL"], args.worker_concurrency)
+    for name in TEST_ONLY_ENV:  # the live tests' small caps and fast ticks
+        stack.env.pop(name, None)
     stack.env["BATCH_MAX_IN_FLIGHT"] = str(args.in_flight)
     try:
         for name in ("web", "worker", "beat"):
@@ -161,7 +164,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--database", choices=("sqlite", "postgresql"), default="sqlite")
     parser.add_argument("--interactive", type=int, default=40, help="interactive creates measured alone")
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between interactive creates")
-    parser.add_argument("--in-flight", type=int, default=16, help="BATCH_MAX_IN_FLIGHT")
+    parser.add_argument("--in-flight", type=int, default=4, help="BATCH_MAX_IN_FLIGHT")
     parser.add_argument("--worker-concurrency", type=int, default=64, help="the worker's threads (Procfile: 64)")
     return parser.parse_args()
 

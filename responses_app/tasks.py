@@ -5,8 +5,8 @@ from __future__ import annotations
 from celery import shared_task
 
 from responses_app.batches import runner as batch_runner
-from responses_app.batches.requests import ADVANCE_BATCH_TASK, VALIDATE_BATCH_TASK
 from responses_app.dispatch import deferred
+from responses_app.dispatch.batch_slots import ADVANCE_BATCH_TASK, VALIDATE_BATCH_TASK
 from responses_app.dispatch.task_queue import RUN_RESPONSE_TASK
 from responses_app.engines import control, startup  # noqa: F401  (an inspect command; engine start at worker init)
 from responses_app.files import store as file_store

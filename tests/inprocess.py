@@ -90,7 +90,7 @@ class InlineWorker:
 
     def send_batch_task(self, task: str, batch_id: str) -> None:
         from responses_app.batches import runner
-        from responses_app.batches.requests import VALIDATE_BATCH_TASK
+        from responses_app.dispatch.batch_slots import VALIDATE_BATCH_TASK
 
         step = runner.validate_batch if task == VALIDATE_BATCH_TASK else runner.advance_batch
         self._pending.append(self._threads.submit(self._in_thread, step, batch_id))

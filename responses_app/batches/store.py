@@ -8,8 +8,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
 
-from responses_app.batches.requests import ADVANCE_BATCH_TASK, VALIDATE_BATCH_TASK, send_batch_task
 from responses_app.batches.runner import stop_batch
+from responses_app.dispatch.batch_slots import ADVANCE_BATCH_TASK, VALIDATE_BATCH_TASK, send_batch_task
 from responses_app.files import store as files
 from responses_app.models import Batch, FilePurpose, Tenant
 from responses_app.validation.batches import BATCH_ENDPOINT, BatchCreate

@@ -12,7 +12,7 @@ terminal event and the row), then, in the same transaction and in this order:
    still queued fails (sessions/lanes.py);
 5. conversation append: its items join its conversation (conversations/turns.py);
 6. batch request: a batch's request records its end and its batch is advanced
-   (batches/requests.py);
+   (dispatch/batch_slots.py);
 
 and once it commits, its event log is packed (stream/event_log.py). The worker, the
 reaper, cancel, delete, redelivery and every test end a response through it, so every
@@ -25,8 +25,8 @@ from typing import Unpack
 
 from django.db import transaction
 
-from responses_app.batches import requests as batch_requests
 from responses_app.conversations import turns
+from responses_app.dispatch import batch_slots
 from responses_app.models import Response, ResponseStatus, Tenant
 from responses_app.services.create import create_response
 from responses_app.services.steered import continue_steered
@@ -51,7 +51,7 @@ def end_response(response_id: str, status: str, **terminal: Unpack[Terminal]) ->
         continue_steered(response)
         lanes.response_ended(response)
         turns.response_ended(response)
-        batch_requests.response_ended(response)
+        batch_slots.response_ended(response)
         event_log.pack_after_commit(response.pk)
     return True
 

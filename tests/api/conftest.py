@@ -7,9 +7,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from responses_app.batches import requests as batch_requests
 from responses_app.batches import store as batch_store
-from responses_app.dispatch import task_queue
+from responses_app.dispatch import batch_slots, task_queue
 from tests.inprocess import InlineWorker, InProcessApp
 from tests.live.stack import STACK_ENV, model_registry
 
@@ -38,7 +37,7 @@ def stack(app: InProcessApp, monkeypatch: pytest.MonkeyPatch, settings, tmp_path
                                                          "OPTIONS": {"location": str(tmp_path / "files")}}}
     worker = InlineWorker()
     monkeypatch.setattr(task_queue, "send", worker.send)
-    for module in (batch_requests, batch_store):
+    for module in (batch_slots, batch_store):
         monkeypatch.setattr(module, "send_batch_task", worker.send_batch_task)
     yield app
     worker.close()

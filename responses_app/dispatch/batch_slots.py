@@ -1,7 +1,7 @@
-"""A batch request's end, recorded where its response ends (services/ended.end_response),
-in the same transaction: a request is never counted twice nor lost, whoever ends its
-response (the worker, the reaper, a cancel). Then its batch is advanced: the next request
-takes the freed slot."""
+"""A batch's slots: a batch request's end is recorded where its response ends
+(services/ended.end_response), in the same transaction, so that a request is never counted
+twice nor lost, whoever ends its response (the worker, the reaper, a cancel); then its batch
+is advanced (batches/runner.py, on a worker): the next request takes the freed slot."""
 
 from __future__ import annotations
 

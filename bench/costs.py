@@ -1,0 +1,436 @@
+"""CPU time per unit of work, on the real code paths in one process, with the echo engine.
+
+Wall-clock figures move with whatever else a shared machine runs; CPU time per unit does
+not. This bench runs the server's own code in process (no Daphne, Celery or HTTP client in
+between) and reads thread CPU clocks:
+
+- worker: CPU µs per streamed token of the task thread that runs ``run_response`` (the
+  echo engine's own thread is reported apart: on a GPU node that is vLLM's share), for a
+  plain answer, a reasoning + answer, and a function call; split into harmony parsing,
+  event building, persistence (the batch transactions and the end, packing included), the
+  doorbell (Redis PUBLISH) and the rest (claim, prompt, queue hand-off);
+- web: CPU ms per create, streaming and background (the ASGI application called directly:
+  its loop thread up to the first frame, plus its database threads), split into
+  authentication, validation, the prompt length check, the inserts and the enqueue;
+- serve: CPU ms per 1,000 events to a live SSE reader (following a response while the
+  worker writes it) and to a replay of a finished one.
+
+Phases are timed by wrapping the named functions (exclusive time: a phase inside another is
+charged to itself only); the product code is unchanged. Each database runs in a child
+process of its own (settings are read at import):
+
+    .venv/bin/python bench/costs.py [--databases postgresql,sqlite] [--responses 24] [--creates 200]
+
+It starts its own PostgreSQL and Redis (scripts/test-services.sh in .run/bench-costs) and
+stops them. The last line is ``costs: worker <x> us/token, create <y> ms, serve <z> ms/1000
+events`` (the first database's figures; the create is the streaming one, the serve the
+live reader).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script, only bench/ would be on sys.path
+    sys.path.insert(0, str(ROOT))
+
+from bench.harness import service_urls, services  # noqa: E402
+
+SERVICES_DIR = ROOT / ".run" / "bench-costs"
+WORKER_PHASES = ("parsing", "building", "persistence", "doorbell", "other")
+CREATE_PHASES = ("authentication", "validation", "prompt check", "inserts", "enqueue", "other")
+WORDS = 400  # the answer of each worker case: about 800 output tokens
+WORKER_THREADS = 4
+TOKEN_DELAY_MS = "1"  # batches of about 50 events, as with a real engine (sleeping costs no CPU)
+
+
+# --- exclusive CPU time per phase ------------------------------------------------------------
+
+
+class PhaseClock:
+    """CPU time (time.thread_time) of each thread by phase: a wrapped function's time is
+    charged to its phase, less the time of wrapped functions it calls."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self.totals: dict[str, float] = defaultdict(float)
+
+    def wrap(self, owner: Any, name: str, phase: str) -> None:
+        function = getattr(owner, name)
+
+        @functools.wraps(function)
+        def timed(*args: Any, **kwargs: Any) -> Any:
+            self._enter(phase)
+            try:
+                return function(*args, **kwargs)
+            finally:
+                self._exit()
+
+        setattr(owner, name, timed)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.totals.clear()
+
+    def _stack(self) -> list[list[Any]]:
+        if not hasattr(self._local, "stack"):
+            self._local.stack = []
+        return self._local.stack
+
+    def _enter(self, phase: str) -> None:
+        now, stack = time.thread_time(), self._stack()
+        if stack:
+            self._add(stack[-1][0], now - stack[-1][1])
+        stack.append([phase, now])
+
+    def _exit(self) -> None:
+        now, stack = time.thread_time(), self._stack()
+        phase, since = stack.pop()
+        self._add(phase, now - since)
+        if stack:
+            stack[-1][1] = now
+
+    def _add(self, phase: str, seconds: float) -> None:
+        with self._lock:
+            self.totals[phase] += seconds
+
+
+def thread_cpu(prefixes: tuple[str, ...]) -> float:
+    """CPU seconds so far of the live threads whose names start with one of ``prefixes``."""
+    total = 0.0
+    for thread in threading.enumerate():
+        if thread.name.startswith(prefixes) and thread.ident is not None:
+            try:
+                total += time.clock_gettime(time.pthread_getcpuclockid(thread.ident))
+            except OSError:
+                pass  # ended meanwhile
+    return total
+
+
+# --- the child: one database ---------------------------------------------------------------
+
+
+def child(database_url: str, redis_url: str, args: argparse.Namespace) -> dict[str, Any]:
+    os.environ.update(DATABASE_URL=database_url, REDIS_URL=redis_url, CELERY_BROKER_URL=redis_url,
+                      DJANGO_SETTINGS_MODULE="project.settings", LOG_LEVEL="WARNING", ECHO_TOKEN_DELAY_MS="0")
+    import django
+
+    django.setup()
+    from django.conf import settings
+    from django.core.management import call_command
+
+    call_command("migrate", "--noinput", verbosity=0)
+    settings.TENANT_MAX_CONCURRENT_FOREGROUND = 0  # creates pile up queued here: no worker takes them
+    from responses_app.dispatch import task_queue
+    from responses_app.tenancy.api_keys import create_api_key
+
+    task_queue.send = lambda *args, **kwargs: None  # the bench runs each response itself
+    clock = PhaseClock()
+    _wrap_phases(clock)
+    _, key = create_api_key(f"bench-costs-{os.getpid()}")
+    web = WebLoop()
+    try:
+        worker = {case: measure_worker(clock, key, case, args.responses) for case in WORKER_CASES}
+        creates = {kind: measure_creates(clock, web, key, kind, args.creates) for kind in ("streaming", "background")}
+        serve = measure_serving(web, key)
+    finally:
+        web.close()
+    return {"worker": worker, "creates": creates, "serve": serve}
+
+
+def _wrap_phases(clock: PhaseClock) -> None:
+    from responses_app.api import authentication, views
+    from responses_app.harmony.parser import OutputParser
+    from responses_app.services import create
+    from responses_app.stream import doorbell
+    from responses_app.stream.builder import EventBuilder
+    from responses_app.worker import batch_writer
+
+    for owner, name, phase in (
+        (OutputParser, "feed", "parsing"), (OutputParser, "close", "parsing"),
+        (EventBuilder, "apply", "building"), (EventBuilder, "lifecycle", "building"),
+        (EventBuilder, "close_open_item", "building"),
+        (batch_writer, "save_events", "persistence"), (batch_writer, "end_response", "persistence"),
+        (doorbell, "ring", "doorbell"),
+        (authentication.ApiKeyAuthentication, "authenticate", "authentication"),
+        (views, "json_body", "validation"), (views, "parse_create_request", "validation"),
+        (create, "check_prompt", "prompt check"),
+        (views, "create_response", "inserts"),
+        (create, "try_send", "enqueue"),
+    ):
+        clock.wrap(owner, name, phase)
+
+
+# --- worker ----------------------------------------------------------------------------------
+
+
+def _plain(words: int) -> str:
+    answer = " ".join(f"w{i % 97}" for i in range(words))
+    return f"<|channel|>final<|message|>{answer}<|return|>"
+
+
+def _reasoning(words: int) -> str:
+    half = " ".join(f"r{i % 89}" for i in range(words // 2))
+    return f"<|channel|>analysis<|message|>{half}<|end|><|start|>assistant{_plain(words // 2)}"
+
+
+def _function_call(words: int) -> str:
+    arguments = json.dumps({"items": [f"a{i % 83}" for i in range(words)]})
+    return (f"<|channel|>commentary to=functions.record <|constrain|>json<|message|>{arguments}<|call|>")
+
+
+WORKER_CASES: dict[str, tuple[Callable[[int], str], list[dict[str, Any]]]] = {
+    "plain answer": (_plain, []),
+    "reasoning + answer": (_reasoning, []),
+    "function call": (_function_call, [{"type": "function", "name": "record", "parameters": {"type": "object"}}]),
+}
+
+
+def measure_worker(clock: PhaseClock, key: str, case: str, count: int) -> dict[str, Any]:
+    """``count`` responses of the case, WORKER_THREADS at a time on task threads of this process."""
+    from responses_app.models import Response
+    from responses_app.services.create import create_response
+    from responses_app.tenancy.api_keys import authenticate_bearer
+    from responses_app.validation.create import parse_create_request
+    from responses_app.worker.run import run_response
+
+    script, tools = WORKER_CASES[case]
+    tenant = authenticate_bearer(f"Bearer {key}").tenant
+    body = {"model": "echo", "input": script(WORDS), "tools": tools, "background": True,
+            "metadata": {"echo_token_delay_ms": TOKEN_DELAY_MS}}
+    ids = [create_response(tenant, parse_create_request(body)).pk for _ in range(count + 2)]
+    warm, ids = ids[:2], ids[2:]
+    for response_id in warm:
+        run_response(response_id)
+    clock.reset()
+    task_cpu = [0.0]
+    lock = threading.Lock()
+
+    def run(response_id: str) -> None:
+        started = time.thread_time()
+        run_response(response_id)
+        with lock:
+            task_cpu[0] += time.thread_time() - started
+
+    engine_before = thread_cpu(("engine-loop",))
+    with ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="bench-task") as pool:
+        list(pool.map(run, ids))
+    engine = thread_cpu(("engine-loop",)) - engine_before
+    rows = list(Response.objects.filter(pk__in=ids).values_list("status", "usage", "last_sequence_number"))
+    if {status for status, _, _ in rows} != {"completed"}:
+        raise RuntimeError(f"{case}: responses ended {sorted({status for status, _, _ in rows})}")
+    tokens = sum(usage["output_tokens"] for _, usage, _ in rows)
+    events = sum(last + 1 for _, _, last in rows)
+    phases = {phase: clock.totals.get(phase, 0.0) for phase in WORKER_PHASES[:-1]}
+    phases["other"] = task_cpu[0] - sum(phases.values())
+    return {"tokens": tokens, "events": events, "task_us_per_token": task_cpu[0] / tokens * 1e6,
+            "engine_us_per_token": engine / tokens * 1e6,
+            "phases_us_per_token": {phase: seconds / tokens * 1e6 for phase, seconds in phases.items()}}
+
+
+# --- web -------------------------------------------------------------------------------------
+
+
+class WebLoop:
+    """The ASGI application on an event loop thread of its own, as in a Daphne process."""
+
+    def __init__(self) -> None:
+        from project.asgi import application
+
+        self.app = application
+        self.loop = asyncio.new_event_loop()
+        self.thread = threading.Thread(target=self.loop.run_forever, name="web-loop", daemon=True)
+        self.thread.start()
+
+    def run(self, coroutine: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=600)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self.thread.join(timeout=5)
+
+    async def request(self, method: str, path: str, key: str, body: dict | None = None, query: str = "",
+                      first_frame_only: bool = False) -> tuple[int, int, float]:
+        """(status, SSE frames or body bytes, this loop thread's CPU seconds until the answer
+        ended, or until its first frame)."""
+        started = time.thread_time()
+        raw = json.dumps(body).encode() if body is not None else b""
+        scope = {"type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": method,
+                 "scheme": "http", "path": path, "raw_path": path.encode(), "query_string": query.encode(),
+                 "root_path": "", "client": ("127.0.0.1", 40000), "server": ("bench", 80),
+                 "headers": [(b"host", b"bench"), (b"authorization", f"Bearer {key}".encode()),
+                             (b"content-type", b"application/json"), (b"content-length", str(len(raw)).encode())]}
+        sent_body = False
+        hung_up = asyncio.Event()
+        done = asyncio.Event()
+        answer = {"status": 0, "frames": 0, "bytes": 0, "cpu": 0.0}
+
+        async def receive() -> dict[str, Any]:
+            nonlocal sent_body
+            if not sent_body:
+                sent_body = True
+                return {"type": "http.request", "body": raw, "more_body": False}
+            await hung_up.wait()
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            if message["type"] == "http.response.start":
+                answer["status"] = message["status"]
+            elif message["type"] == "http.response.body":
+                chunk = message.get("body", b"").replace(b": keep-alive\n\n", b"")
+                answer["frames"] += chunk.count(b"\n\n")
+                answer["bytes"] += len(chunk)
+                if not message.get("more_body") or (first_frame_only and answer["frames"]):
+                    if not done.is_set():
+                        answer["cpu"] = time.thread_time() - started
+                    done.set()
+
+        task = asyncio.ensure_future(self.app(scope, receive, send))
+        await done.wait()
+        hung_up.set()
+        await task
+        return answer["status"], answer["frames"] or answer["bytes"], answer["cpu"]
+
+
+def measure_creates(clock: PhaseClock, web: WebLoop, key: str, kind: str, count: int) -> dict[str, Any]:
+    """``count`` creates, one after another: the loop thread's CPU to the first frame (streaming)
+    or the JSON answer (background), and the database threads' CPU."""
+    body = {"model": "echo", "input": "What is the capital of France?", "background": True}
+    if kind == "streaming":
+        body["stream"] = True
+    for _ in range(5):  # warm-up: connections, the doorbell's hub, caches
+        web.run(web.request("POST", "/v1/responses", key, body, first_frame_only=True))
+    clock.reset()
+    db_before = thread_cpu(("db-",))
+    loop_cpu = 0.0
+    for _ in range(count):
+        status, _, cpu = web.run(web.request("POST", "/v1/responses", key, body, first_frame_only=True))
+        if status != 200:
+            raise RuntimeError(f"a {kind} create answered {status}")
+        loop_cpu += cpu
+    db_cpu = thread_cpu(("db-",)) - db_before
+    phases = {phase: clock.totals.get(phase, 0.0) for phase in CREATE_PHASES[:-1]}
+    phases["other"] = loop_cpu + db_cpu - sum(phases.values())
+    return {"ms_per_create": (loop_cpu + db_cpu) / count * 1e3, "loop_ms": loop_cpu / count * 1e3,
+            "db_threads_ms": db_cpu / count * 1e3,
+            "phases_ms": {phase: seconds / count * 1e3 for phase, seconds in phases.items()}}
+
+
+def measure_serving(web: WebLoop, key: str) -> dict[str, Any]:
+    """A live reader following a response while a task thread writes it, then replays of it."""
+    from responses_app.worker.run import run_response
+
+    body = {"model": "echo", "input": _plain(1500), "background": True, "stream": True,
+            "metadata": {"echo_token_delay_ms": TOKEN_DELAY_MS}}
+    status, _, _ = web.run(web.request("POST", "/v1/responses", key, body, first_frame_only=True))
+    response_id = _newest_response_id()
+    with _cpu_of(("web-loop", "db-")) as live:
+        worker = threading.Thread(target=run_response, args=(response_id,), name="bench-task")
+        worker.start()
+        _, live_frames, _ = web.run(web.request("GET", f"/v1/responses/{response_id}", key,
+                                                query="stream=true&starting_after=-1"))
+        worker.join()
+    replays, replay_frames = 5, 0
+    web.run(web.request("GET", f"/v1/responses/{response_id}", key, query="stream=true"))  # packs, caches
+    with _cpu_of(("web-loop", "db-")) as replay:
+        for _ in range(replays):
+            replay_frames += web.run(web.request("GET", f"/v1/responses/{response_id}", key,
+                                                 query="stream=true"))[1]
+    return {"events": live_frames, "live_ms_per_1000": live["cpu"] / live_frames * 1e6,
+            "replay_ms_per_1000": replay["cpu"] / replay_frames * 1e6}
+
+
+def _newest_response_id() -> str:
+    from responses_app.models import Response
+
+    return Response.objects.order_by("-created_at").values_list("pk", flat=True).first()
+
+
+@contextmanager
+def _cpu_of(prefixes: tuple[str, ...]) -> Iterator[dict[str, float]]:
+    result = {"cpu": 0.0}
+    before = thread_cpu(prefixes)
+    yield result
+    result["cpu"] = thread_cpu(prefixes) - before
+
+
+# --- the parent: both databases, the report ----------------------------------------------------
+
+
+def report(database: str, figures: dict[str, Any]) -> None:
+    print(f"{database}:")
+    for case, worker in figures["worker"].items():
+        phases = ", ".join(f"{phase} {value:.1f}" for phase, value in worker["phases_us_per_token"].items())
+        print(f"  worker, {case}: {worker['task_us_per_token']:.1f} us/token ({phases}); "
+              f"{worker['tokens']} tokens, {worker['events']} events; echo engine {worker['engine_us_per_token']:.1f}")
+    for kind, create in figures["creates"].items():
+        phases = ", ".join(f"{phase} {value:.2f}" for phase, value in create["phases_ms"].items())
+        print(f"  web, {kind} create: {create['ms_per_create']:.2f} ms ({phases}); loop thread "
+              f"{create['loop_ms']:.2f}, database threads {create['db_threads_ms']:.2f}")
+    serve = figures["serve"]
+    print(f"  web, serving {serve['events']} events: live reader {serve['live_ms_per_1000']:.1f} ms/1000 events, "
+          f"replay {serve['replay_ms_per_1000']:.1f} ms/1000 events", flush=True)
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--databases", default="postgresql,sqlite", type=lambda s: s.split(","))
+    parser.add_argument("--responses", type=int, default=24, help="responses per worker case")
+    parser.add_argument("--creates", type=int, default=200, help="creates per kind")
+    parser.add_argument("--child", nargs=2, metavar=("DATABASE_URL", "REDIS_URL"), help=argparse.SUPPRESS)
+    return parser.parse_args()
+
+
+def main() -> str:
+    args = parse_args()
+    if args.child:
+        print(json.dumps(child(*args.child, args)))
+        return ""
+    from tests.live.stack import free_port
+
+    results: dict[str, dict[str, Any]] = {}
+    try:
+        services(SERVICES_DIR, "start", free_port(), free_port())
+        urls = service_urls(services(SERVICES_DIR, "env"))
+        for database in args.databases:
+            db_url = urls["DATABASE_URL"]
+            if database == "sqlite":
+                for stale in SERVICES_DIR.glob("costs.sqlite3*"):
+                    stale.unlink()
+                db_url = f"sqlite:///{SERVICES_DIR / 'costs.sqlite3'}"
+            done = subprocess.run([sys.executable, __file__, "--responses", str(args.responses), "--creates",
+                                   str(args.creates), "--child", db_url, urls["REDIS_URL"]],
+                                  cwd=ROOT, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"{database}: the measuring process failed:\n{done.stderr[-4000:]}")
+            results[database] = json.loads(done.stdout.strip().splitlines()[-1])
+            report(database, results[database])
+    finally:
+        services(SERVICES_DIR, "stop")
+    first = next(iter(results.values()))
+    tokens = sum(case["tokens"] for case in first["worker"].values())
+    worker = sum(case["task_us_per_token"] * case["tokens"] for case in first["worker"].values()) / tokens
+    return (f"costs: worker {worker:.1f} us/token, create {first['creates']['streaming']['ms_per_create']:.2f} ms, "
+            f"serve {first['serve']['live_ms_per_1000']:.1f} ms/1000 events")
+
+
+if __name__ == "__main__":
+    line = main()
+    if line:
+        print(line, flush=True)
