@@ -56,7 +56,7 @@ class TenantAdmin(admin.ModelAdmin):
     list_display = ("name", "max_concurrent_background", "requests_per_minute", "max_output_tokens", "created_at")
     search_fields = ("name",)
     fields = ("name", "max_concurrent_background", "requests_per_minute", "max_output_tokens",
-              "response_retention_days", "created_at")
+              "response_retention_days", "max_queued_batch_requests", "created_at")
     readonly_fields = ("created_at",)
     inlines = [TenantDailyUsageInline]
 
