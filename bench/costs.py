@@ -70,12 +70,15 @@ class PhaseClock:
         self._local = threading.local()
         self._lock = threading.Lock()
         self.totals: dict[str, float] = defaultdict(float)
+        self.calls: dict[str, int] = defaultdict(int)  # by wrapped function
 
     def wrap(self, owner: Any, name: str, phase: str) -> None:
         function = getattr(owner, name)
 
         @functools.wraps(function)
         def timed(*args: Any, **kwargs: Any) -> Any:
+            with self._lock:
+                self.calls[name] += 1
             self._enter(phase)
             try:
                 return function(*args, **kwargs)
@@ -87,6 +90,7 @@ class PhaseClock:
     def reset(self) -> None:
         with self._lock:
             self.totals.clear()
+            self.calls.clear()
 
     def _stack(self) -> list[list[Any]]:
         if not hasattr(self._local, "stack"):
@@ -137,10 +141,11 @@ def child(database_url: str, redis_url: str, args: argparse.Namespace) -> dict[s
 
     call_command("migrate", "--noinput", verbosity=0)
     settings.TENANT_MAX_CONCURRENT_FOREGROUND = 0  # creates pile up queued here: no worker takes them
-    from responses_app.dispatch import task_queue
+    from responses_app.lib.redis_client import shared_client
     from responses_app.tenancy.api_keys import create_api_key
 
-    task_queue.send = lambda *args, **kwargs: None  # the bench runs each response itself
+    # Creates send their task to the broker as in production; no worker consumes it (the
+    # bench runs each response itself), and the bench's own Redis is emptied at the end.
     clock = PhaseClock()
     _wrap_phases(clock)
     _, key = create_api_key(f"bench-costs-{os.getpid()}")
@@ -151,6 +156,7 @@ def child(database_url: str, redis_url: str, args: argparse.Namespace) -> dict[s
         serve = measure_serving(web, key)
     finally:
         web.close()
+        shared_client().flushdb()
     return {"worker": worker, "creates": creates, "serve": serve}
 
 
@@ -239,7 +245,8 @@ def measure_worker(clock: PhaseClock, key: str, case: str, count: int) -> dict[s
     events = sum(last + 1 for _, _, last in rows)
     phases = {phase: clock.totals.get(phase, 0.0) for phase in WORKER_PHASES[:-1]}
     phases["other"] = task_cpu[0] - sum(phases.values())
-    return {"tokens": tokens, "events": events, "task_us_per_token": task_cpu[0] / tokens * 1e6,
+    return {"tokens": tokens, "events": events, "batches": clock.calls["save_events"],
+            "task_us_per_token": task_cpu[0] / tokens * 1e6,
             "engine_us_per_token": engine / tokens * 1e6,
             "phases_us_per_token": {phase: seconds / tokens * 1e6 for phase, seconds in phases.items()}}
 
@@ -378,7 +385,8 @@ def report(database: str, figures: dict[str, Any]) -> None:
     for case, worker in figures["worker"].items():
         phases = ", ".join(f"{phase} {value:.1f}" for phase, value in worker["phases_us_per_token"].items())
         print(f"  worker, {case}: {worker['task_us_per_token']:.1f} us/token ({phases}); "
-              f"{worker['tokens']} tokens, {worker['events']} events; echo engine {worker['engine_us_per_token']:.1f}")
+              f"{worker['tokens']} tokens, {worker['events']} events in {worker['batches']} batches; "
+              f"echo engine {worker['engine_us_per_token']:.1f}")
     for kind, create in figures["creates"].items():
         phases = ", ".join(f"{phase} {value:.2f}" for phase, value in create["phases_ms"].items())
         print(f"  web, {kind} create: {create['ms_per_create']:.2f} ms ({phases}); loop thread "
