@@ -16,10 +16,12 @@ between) and reads thread CPU clocks:
   worker writes it) and to a replay of a finished one.
 
 Phases are timed by wrapping the named functions (exclusive time: a phase inside another is
-charged to itself only); the product code is unchanged. Each database runs in a child
+charged to itself only); the product code is unchanged. Worker and create figures are the
+median round of ``--rounds``, printed with the range of the rounds. Each database runs in a child
 process of its own (settings are read at import):
 
-    .venv/bin/python bench/costs.py [--databases postgresql,sqlite] [--responses 24] [--creates 200]
+    .venv/bin/python bench/costs.py [--databases postgresql,sqlite] [--responses 24] [--creates 100]
+                                    [--rounds 3]
 
 It starts its own PostgreSQL and Redis (scripts/test-services.sh in .run/bench-costs) and
 stops them. The last line is ``costs: worker <x> us/token, create <y> ms, serve <z> ms/1000
@@ -151,8 +153,9 @@ def child(database_url: str, redis_url: str, args: argparse.Namespace) -> dict[s
     _, key = create_api_key(f"bench-costs-{os.getpid()}")
     web = WebLoop()
     try:
-        worker = {case: measure_worker(clock, key, case, args.responses) for case in WORKER_CASES}
-        creates = {kind: measure_creates(clock, web, key, kind, args.creates) for kind in ("streaming", "background")}
+        worker = {case: measure_worker(clock, key, case, args.responses, args.rounds) for case in WORKER_CASES}
+        creates = {kind: measure_creates(clock, web, key, kind, args.creates, args.rounds)
+                   for kind in ("streaming", "background")}
         serve = measure_serving(web, key)
     finally:
         web.close()
@@ -208,7 +211,17 @@ WORKER_CASES: dict[str, tuple[Callable[[int], str], list[dict[str, Any]]]] = {
 }
 
 
-def measure_worker(clock: PhaseClock, key: str, case: str, count: int) -> dict[str, Any]:
+def median_round(rounds: list[dict[str, Any]], figure: str) -> dict[str, Any]:
+    """The round whose ``figure`` is the median (its phases add up), with the rounds' range."""
+    ordered = sorted(rounds, key=lambda round_: round_[figure])
+    return {**ordered[len(ordered) // 2], "range": [ordered[0][figure], ordered[-1][figure]]}
+
+
+def measure_worker(clock: PhaseClock, key: str, case: str, count: int, rounds: int) -> dict[str, Any]:
+    return median_round([_worker_round(clock, key, case, count) for _ in range(rounds)], "task_us_per_token")
+
+
+def _worker_round(clock: PhaseClock, key: str, case: str, count: int) -> dict[str, Any]:
     """``count`` responses of the case, WORKER_THREADS at a time on task threads of this process."""
     from responses_app.models import Response
     from responses_app.services.create import create_response
@@ -315,7 +328,12 @@ class WebLoop:
         return answer["status"], answer["frames"] or answer["bytes"], answer["cpu"]
 
 
-def measure_creates(clock: PhaseClock, web: WebLoop, key: str, kind: str, count: int) -> dict[str, Any]:
+def measure_creates(clock: PhaseClock, web: WebLoop, key: str, kind: str, count: int, rounds: int,
+                    ) -> dict[str, Any]:
+    return median_round([_creates_round(clock, web, key, kind, count) for _ in range(rounds)], "ms_per_create")
+
+
+def _creates_round(clock: PhaseClock, web: WebLoop, key: str, kind: str, count: int) -> dict[str, Any]:
     """``count`` creates, one after another: the loop thread's CPU to the first frame (streaming)
     or the JSON answer (background), and the database threads' CPU."""
     body = {"model": "echo", "input": "What is the capital of France?", "background": True}
@@ -384,12 +402,15 @@ def report(database: str, figures: dict[str, Any]) -> None:
     print(f"{database}:")
     for case, worker in figures["worker"].items():
         phases = ", ".join(f"{phase} {value:.1f}" for phase, value in worker["phases_us_per_token"].items())
-        print(f"  worker, {case}: {worker['task_us_per_token']:.1f} us/token ({phases}); "
+        low, high = worker["range"]
+        print(f"  worker, {case}: {worker['task_us_per_token']:.1f} us/token [rounds {low:.1f}-{high:.1f}] ({phases}); "
               f"{worker['tokens']} tokens, {worker['events']} events in {worker['batches']} batches; "
               f"echo engine {worker['engine_us_per_token']:.1f}")
     for kind, create in figures["creates"].items():
         phases = ", ".join(f"{phase} {value:.2f}" for phase, value in create["phases_ms"].items())
-        print(f"  web, {kind} create: {create['ms_per_create']:.2f} ms ({phases}); loop thread "
+        low, high = create["range"]
+        print(f"  web, {kind} create: {create['ms_per_create']:.2f} ms [rounds {low:.2f}-{high:.2f}] ({phases}); "
+              "loop thread "
               f"{create['loop_ms']:.2f}, database threads {create['db_threads_ms']:.2f}")
     serve = figures["serve"]
     print(f"  web, serving {serve['events']} events: live reader {serve['live_ms_per_1000']:.1f} ms/1000 events, "
@@ -399,8 +420,9 @@ def report(database: str, figures: dict[str, Any]) -> None:
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--databases", default="postgresql,sqlite", type=lambda s: s.split(","))
-    parser.add_argument("--responses", type=int, default=24, help="responses per worker case")
-    parser.add_argument("--creates", type=int, default=200, help="creates per kind")
+    parser.add_argument("--responses", type=int, default=24, help="responses per worker case and round")
+    parser.add_argument("--creates", type=int, default=100, help="creates per kind and round")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each; the median round is reported")
     parser.add_argument("--child", nargs=2, metavar=("DATABASE_URL", "REDIS_URL"), help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -423,7 +445,8 @@ def main() -> str:
                     stale.unlink()
                 db_url = f"sqlite:///{SERVICES_DIR / 'costs.sqlite3'}"
             done = subprocess.run([sys.executable, __file__, "--responses", str(args.responses), "--creates",
-                                   str(args.creates), "--child", db_url, urls["REDIS_URL"]],
+                                   str(args.creates), "--rounds", str(args.rounds), "--child", db_url,
+                                   urls["REDIS_URL"]],
                                   cwd=ROOT, capture_output=True, text=True, check=False)
             if done.returncode != 0:
                 raise RuntimeError(f"{database}: the measuring process failed:\n{done.stderr[-4000:]}")
