@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import os
 import statistics
 import sys
@@ -37,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script, only bench/ would be on sys.path
     sys.path.insert(0, str(ROOT))
 
-from bench.harness import service_pids, service_urls, services  # noqa: E402
+from bench.harness import django_on_services, service_pids  # noqa: E402
 from bench.serving import client, make_stack, manage, percentile, read_stream, rss_mib  # noqa: E402
 
 SERVICES_DIR = ROOT / ".run" / "bench-batch"
@@ -171,22 +170,8 @@ def parse_args() -> argparse.Namespace:
 
 def main() -> str:
     args = parse_args()
-    from tests.live.stack import LOG_DIR, free_port
-
-    LOG_DIR.mkdir(parents=True, exist_ok=True)
-    try:
-        services(SERVICES_DIR, "start", free_port(), free_port())
-        urls = service_urls(services(SERVICES_DIR, "env"))
-        os.environ.update(REDIS_URL=urls["REDIS_URL"], CELERY_BROKER_URL=urls["REDIS_URL"],
-                          DJANGO_SETTINGS_MODULE="project.settings")
-        import django
-
-        django.setup()
-        for name in ("httpx", "httpx2"):  # the settings log requests at INFO; the report is the output
-            logging.getLogger(name).setLevel(logging.WARNING)
+    with django_on_services(SERVICES_DIR) as urls:
         return run(args, urls)
-    finally:
-        services(SERVICES_DIR, "stop")
 
 
 if __name__ == "__main__":

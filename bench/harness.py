@@ -4,8 +4,11 @@ of the processes they measure."""
 
 from __future__ import annotations
 
+import logging
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -68,3 +71,25 @@ def cpu_seconds(spec: CpuSpec) -> dict[str, float]:
 
 def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
     return {label: after[label] - before.get(label, 0.0) for label in after}
+
+
+@contextmanager
+def django_on_services(directory: Path) -> Iterator[dict[str, str]]:
+    """PostgreSQL and Redis of ``directory`` on free ports, Django set up on that Redis (a
+    stack's readiness check asks its workers over Celery's broker), their URLs; stopped after."""
+    from tests.live.stack import LOG_DIR, free_port
+
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
+    try:
+        services(directory, "start", free_port(), free_port())
+        urls = service_urls(services(directory, "env"))
+        os.environ.update(REDIS_URL=urls["REDIS_URL"], CELERY_BROKER_URL=urls["REDIS_URL"],
+                          DJANGO_SETTINGS_MODULE="project.settings")
+        import django
+
+        django.setup()
+        for name in ("httpx", "httpx2"):  # the settings log requests at INFO; the report is the output
+            logging.getLogger(name).setLevel(logging.WARNING)
+        yield urls
+    finally:
+        services(directory, "stop")

@@ -30,7 +30,6 @@ import argparse
 import asyncio
 import hashlib
 import json
-import logging
 import os
 import re
 import shutil
@@ -48,7 +47,13 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script, only bench/ would be on sys.path
     sys.path.insert(0, str(ROOT))
 
-from bench.harness import CpuSpec, cpu_delta, cpu_seconds, service_pids, service_urls, services  # noqa: E402
+from bench.harness import (  # noqa: E402
+    CpuSpec,
+    cpu_delta,
+    cpu_seconds,
+    django_on_services,  # noqa: E402
+    service_pids,
+)
 
 SERVICES_DIR = ROOT / ".run" / "bench-serving"
 # Production timings, not the live tests' short ones: the bench measures what a deployment pays.
@@ -522,24 +527,10 @@ def interrupt(signum: int, frame: Any) -> None:
 def main() -> str:
     args = parse_args()
     signal.signal(signal.SIGTERM, interrupt)
-    from tests.live.stack import LOG_DIR, free_port
-
-    LOG_DIR.mkdir(parents=True, exist_ok=True)
     results: dict[str, list[LevelFigures]] = {}
-    try:
-        services(SERVICES_DIR, "start", free_port(), free_port())
-        urls = service_urls(services(SERVICES_DIR, "env"))
-        # The stack's readiness check asks its workers over Celery's broker (tests.live.stack.LiveStack).
-        os.environ.update(REDIS_URL=urls["REDIS_URL"], CELERY_BROKER_URL=urls["REDIS_URL"],
-                          DJANGO_SETTINGS_MODULE="project.settings")
-        import django
-
-        django.setup()
-        logging.getLogger("httpx").setLevel(logging.WARNING)  # settings log INFO; the report is the output
+    with django_on_services(SERVICES_DIR) as urls:
         for database in args.databases:
             results[database] = run_pass(database, urls, args)
-    finally:
-        services(SERVICES_DIR, "stop")
     first = next(iter(results.values()), [])
     at_32 = next((f for f in first if f.concurrency == 32), None)
     if at_32 is None:

@@ -57,9 +57,11 @@ def batch_ended(batch: Batch) -> None:
 
 
 def _record(tenant_id: int, event_type: str | None, subject_id: str, at: datetime) -> None:
+    if event_type is None:
+        return
     endpoints = [endpoint for endpoint in WebhookEndpoint.objects.filter(tenant_id=tenant_id)
                  if event_type in endpoint.event_types]
-    if event_type is None or not endpoints:
+    if not endpoints:
         return
     event_id = new_event_id()
     payload = event_payload(event_id, event_type, subject_id, at)

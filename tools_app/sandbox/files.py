@@ -103,9 +103,7 @@ def write_beneath(root: Path, name: str, chunks: Iterable[bytes], uid: int | Non
 def write_path_beneath(root: Path, relative: str, chunks: Iterable[bytes], uid: int | None) -> int:
     """Write a file at ``relative`` under root, making its directories (owned by ``uid``
     when given) and following no link on the way."""
-    parts = [part for part in relative.split("/") if part not in ("", ".")]
-    if not parts or any(part == ".." for part in parts) or relative.startswith("/"):
-        raise FileNotFoundError(relative)
+    parts = _parts(relative)
     directory = root
     for part in parts[:-1]:
         directory = directory / part
@@ -133,9 +131,7 @@ def unlink_beneath(root: Path, relative: str) -> None:
 
 def _parent(root: Path, relative: str) -> tuple[int, str]:
     """An open fd of the directory that holds ``relative`` under root, and the file's name."""
-    parts = [part for part in relative.split("/") if part not in ("", ".")]
-    if not parts or any(part == ".." for part in parts) or relative.startswith("/"):
-        raise FileNotFoundError(relative)
+    parts = _parts(relative)
     directory = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
     for part in parts[:-1]:
         try:
@@ -146,3 +142,11 @@ def _parent(root: Path, relative: str) -> tuple[int, str]:
         os.close(directory)
         directory = child
     return directory, parts[-1]
+
+
+def _parts(relative: str) -> list[str]:
+    """The components of a relative path that stays under its root (FileNotFoundError otherwise)."""
+    parts = [part for part in relative.split("/") if part not in ("", ".")]
+    if not parts or any(part == ".." for part in parts) or relative.startswith("/"):
+        raise FileNotFoundError(relative)
+    return parts
