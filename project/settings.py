@@ -355,6 +355,10 @@ BATCH_MAX_QUEUED_REQUESTS = int(env_float("BATCH_MAX_QUEUED_REQUESTS", 1_000_000
 # a batch that has not advanced for this long (its messages lost, or an expiry with nothing
 # running).
 BATCH_STALL_S = env_float("BATCH_STALL_S", 30.0)
+# How many responses a batch request may be given: one whose response failed with a
+# server_error (its worker lost mid-answer, an engine fault) is run again, up to this many
+# times in all, before its failure goes to the error file.
+BATCH_REQUEST_MAX_ATTEMPTS = int(env_float("BATCH_REQUEST_MAX_ATTEMPTS", 3))
 # An input_file part is read whole to take its text: the largest file (bytes) it may name.
 INPUT_FILE_MAX_BYTES = int(env_float("INPUT_FILE_MAX_BYTES", 32 * 2**20))
 

@@ -111,6 +111,8 @@ def advance_batch(batch_id: str) -> None:
         stop_batch(batch, expired=True)
     elif batch.status == BatchStatus.IN_PROGRESS:
         _start_requests(batch)
+    else:  # a lost request put back in the queue as the batch was being stopped
+        _end_waiting(batch)
     if not BatchRequest.objects.filter(batch_id=batch_id, state__in=(
             BatchRequestState.QUEUED, BatchRequestState.RUNNING)).exists():
         _finalize(batch_id)
@@ -172,7 +174,8 @@ def _start(batch: Batch, request: BatchRequest) -> None:
             state=BatchRequestState.FAILED, error={"status_code": error.status_code, "body": error.body()})
         Batch.objects.filter(pk=batch.pk).update(failed=F("failed") + 1)
         return
-    BatchRequest.objects.filter(pk=request.pk).update(state=BatchRequestState.RUNNING, response_id=response.pk)
+    BatchRequest.objects.filter(pk=request.pk).update(
+        state=BatchRequestState.RUNNING, response_id=response.pk, attempts=F("attempts") + 1)
 
 
 # --- the end -----------------------------------------------------------------------------------
@@ -191,12 +194,17 @@ def stop_batch(batch: Batch, *, expired: bool) -> None:
         else:
             batch.status, batch.cancelling_at = BatchStatus.CANCELLING, now
         batch.save(update_fields=["status", "expired_at", "finalizing_at", "cancelling_at"])
-        BatchRequest.objects.filter(batch=batch, state=BatchRequestState.QUEUED).update(
-            state=BatchRequestState.EXPIRED if expired else BatchRequestState.CANCELLED)
+        _end_waiting(batch)
     running = BatchRequest.objects.filter(batch=batch, state=BatchRequestState.RUNNING).values_list(
         "response_id", flat=True)
     for response in Response.objects.filter(pk__in=list(running), status__in=ACTIVE_STATUSES):
         request_cancel(response)
+
+
+def _end_waiting(batch: Batch) -> None:
+    """A stopped batch's waiting requests end as it did: expired or cancelled."""
+    BatchRequest.objects.filter(batch=batch, state=BatchRequestState.QUEUED).update(
+        state=BatchRequestState.EXPIRED if batch.expired_at else BatchRequestState.CANCELLED)
 
 
 def _finalize(batch_id: str) -> None:

@@ -6,10 +6,11 @@ is advanced (batches/runner.py, on a worker): the next request takes the freed s
 from __future__ import annotations
 
 from celery import current_app
+from django.conf import settings
 from django.db import transaction
 from django.db.models import F
 
-from responses_app.models import Batch, BatchRequest, BatchRequestState, Response, ResponseStatus
+from responses_app.models import Batch, BatchRequest, BatchRequestState, BatchStatus, Response, ResponseStatus
 
 # By name: the task's module imports the runner, which creates responses through the services.
 VALIDATE_BATCH_TASK = "responses_app.tasks.validate_batch"
@@ -26,14 +27,23 @@ _REQUEST_STATE = {
 def response_ended(response: Response) -> None:
     if not response.batch_id:
         return
-    state = _REQUEST_STATE[response.status]
-    ended = BatchRequest.objects.filter(response_id=response.pk, state=BatchRequestState.RUNNING).update(state=state)
-    if ended and state == BatchRequestState.COMPLETED:
-        Batch.objects.filter(pk=response.batch_id).update(completed=F("completed") + 1)
-    elif ended and state == BatchRequestState.FAILED:
-        Batch.objects.filter(pk=response.batch_id).update(failed=F("failed") + 1)
+    running = BatchRequest.objects.filter(response_id=response.pk, state=BatchRequestState.RUNNING)
+    rerun = _lost(response) and running.filter(
+        attempts__lt=settings.BATCH_REQUEST_MAX_ATTEMPTS, batch__status=BatchStatus.IN_PROGRESS,
+    ).update(state=BatchRequestState.QUEUED, response_id="")
+    if not rerun:
+        state = _REQUEST_STATE[response.status]
+        counter = {BatchRequestState.COMPLETED: "completed", BatchRequestState.FAILED: "failed"}.get(state)
+        if running.update(state=state) and counter:
+            Batch.objects.filter(pk=response.batch_id).update(**{counter: F(counter) + 1})
     batch_id = response.batch_id
     transaction.on_commit(lambda: send_batch_task(ADVANCE_BATCH_TASK, batch_id))
+
+
+def _lost(response: Response) -> bool:
+    """A response that failed on the server's side (its worker killed mid-answer, an engine
+    fault), not because of its request: the request deserves another response."""
+    return response.status == ResponseStatus.FAILED and (response.error or {}).get("code") == "server_error"
 
 
 def send_batch_task(task: str, batch_id: str) -> None:

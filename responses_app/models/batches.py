@@ -108,6 +108,8 @@ class BatchRequest(models.Model):
     body = models.JSONField()
     state = models.CharField(max_length=16, choices=BatchRequestState.choices, default=BatchRequestState.QUEUED)
     response_id = models.CharField(max_length=64, blank=True, db_index=True)
+    # The responses it has been given (dispatch/batch_slots.py runs a lost one again).
+    attempts = models.PositiveSmallIntegerField(default=0)
     # A request refused at create: {"status_code", "body": {"error": ...}}, as the error file gives it.
     error = models.JSONField(null=True, blank=True)
 

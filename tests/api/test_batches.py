@@ -10,7 +10,8 @@ from typing import Any
 import openai
 import pytest
 
-from responses_app.models import BatchRequest, BatchRequestState, Tenant
+from responses_app.models import BatchRequest, BatchRequestState, OutputItem, Response, ResponseStatus, Tenant
+from responses_app.services.ended import end_response
 from tests.helpers import wait_until
 
 pytestmark = pytest.mark.core
@@ -156,6 +157,45 @@ def test_a_batch_never_has_more_responses_in_flight_than_its_cap(carol: openai.O
     wait_until(ended, timeout=60, interval=0.05)
     assert carol.batches.retrieve(batch.id).request_counts.completed == 8
     assert 1 <= peak <= 2
+
+
+def lose_first_answer(batch_id: str) -> str:
+    """What the reaper does to a response whose worker was killed mid-answer: fail it with a
+    server_error once it has streamed output. Returns its id."""
+    def answering() -> str | None:
+        request = BatchRequest.objects.filter(batch_id=batch_id, line=0, state=BatchRequestState.RUNNING).first()
+        return request and OutputItem.objects.filter(response_id=request.response_id).exists() and request.response_id
+
+    lost = wait_until(answering, timeout=30, interval=0.02)
+    assert end_response(lost, ResponseStatus.FAILED, error={"code": "server_error", "message": "worker lost"})
+    return lost
+
+
+@pytest.mark.parametrize("attempts", [3, 1])
+def test_a_request_whose_response_was_lost_runs_again_within_its_attempts(
+        carol: openai.OpenAI, settings, attempts: int):
+    settings.BATCH_MAX_IN_FLIGHT, settings.BATCH_REQUEST_MAX_ATTEMPTS = 1, attempts
+    lines = [request_line(f"q{n}", f"Question {n}", **slow(20)) for n in range(3)]
+    batch = carol.batches.create(input_file_id=batch_file(carol, lines), endpoint="/v1/responses",
+                                 completion_window="24h")
+    lost = lose_first_answer(batch.id)
+    ended = wait_until(lambda: (b := carol.batches.retrieve(batch.id)).status in ENDED and b, timeout=60)
+    request = BatchRequest.objects.get(batch_id=batch.id, line=0)
+    assert Response.objects.filter(batch_id=batch.id).count() == 3 + (attempts > 1)
+    if attempts > 1:  # run again, into the output file: one line per request, the second answer's
+        assert (ended.request_counts.completed, ended.request_counts.failed) == (3, 0)
+        assert request.attempts == 2 and request.response_id != lost
+        output = jsonl(carol, ended.output_file_id)
+        assert [line["custom_id"] for line in output] == ["q0", "q1", "q2"]
+        assert output[0]["response"]["body"]["id"] == request.response_id
+        assert output[0]["response"]["body"]["output"][-1]["content"][0]["text"] == "You said: Question 0"
+        assert ended.error_file_id is None
+    else:  # its attempts used up: the failure goes to the error file
+        assert (ended.request_counts.completed, ended.request_counts.failed) == (2, 1)
+        assert (request.attempts, request.response_id) == (1, lost)
+        [error] = jsonl(carol, ended.error_file_id)
+        assert error["custom_id"] == "q0" and error["response"]["status_code"] == 500
+        assert error["response"]["request_id"] == lost and error["response"]["body"]["error"]["code"] == "server_error"
 
 
 @pytest.mark.parametrize(("body", "status", "param"), [

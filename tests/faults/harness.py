@@ -32,6 +32,7 @@ import psycopg
 import redis
 from celery import Celery
 
+from tests.helpers import wait_until
 from tests.live.stack import LOG_DIR, ROOT, STACK_ENV, LiveStack, free_port
 
 SERVICES_SCRIPT = ROOT / "scripts" / "test-services.sh"
@@ -427,8 +428,9 @@ BATCH_FAULTS = ("worker SIGKILL", "web SIGKILL", "redis restart")
 
 def batch_trial(stack: FaultStack, fault: str, expected: str) -> list[str]:
     """A batch of BATCH_REQUESTS slow requests, ``fault`` injected once two have ended.
-    Returns what went wrong: the batch must complete with every request run once, each
-    output line in input order saying what a response with no fault says."""
+    Returns what went wrong: the batch must complete with every request answered once (a
+    response lost with its worker runs again), each output line in input order saying what a
+    response with no fault says."""
     client = stack.client()
     body = {"model": "echo", "input": INPUT, "metadata": {"echo_token_delay_ms": str(TOKEN_DELAY_MS)}}
     lines = b"".join(json.dumps({"custom_id": f"r{n}", "method": "POST", "url": "/v1/responses",
@@ -436,6 +438,10 @@ def batch_trial(stack: FaultStack, fault: str, expected: str) -> list[str]:
     input_file = client.files.create(file=("batch.jsonl", lines), purpose="batch")
     batch = client.batches.create(input_file_id=input_file.id, endpoint="/v1/responses", completion_window="24h")
     _poll_batch(stack, batch.id, lambda b: b.request_counts.completed >= 2, timeout=60)
+    # ... and while a request is mid-answer, so that a killed worker loses one.
+    wait_until(lambda: stack.sql("SELECT 1 FROM responses_app_response r WHERE batch_id = %s AND status = "
+                                "'in_progress' AND EXISTS (SELECT 1 FROM responses_app_outputitem i "
+                                "WHERE i.response_id = r.id)", batch.id), timeout=30, interval=0.05)
     FAULTS[fault](stack, [])
     stack.up()
     ended = _poll_batch(stack, batch.id, lambda b: b.status in ("completed", "failed", "expired", "cancelled"),
@@ -444,12 +450,17 @@ def batch_trial(stack: FaultStack, fault: str, expected: str) -> list[str]:
     if (ended.status, ended.request_counts.completed, ended.request_counts.failed) != (
             "completed", BATCH_REQUESTS, 0):
         problems.append(f"ended {ended.status} with {ended.request_counts}")
-    [(responses, distinct)] = stack.sql("SELECT count(*), count(DISTINCT id) FROM responses_app_response "
-                                        "WHERE batch_id = %s", batch.id)
-    if responses != BATCH_REQUESTS:
-        problems.append(f"{responses} responses ran for {BATCH_REQUESTS} requests")
+    # A response lost with its worker (failed, server_error) is run again as a new one; any
+    # other response is its request's only one.
+    answered = {id_ for [id_] in stack.sql(
+        "SELECT id FROM responses_app_response WHERE batch_id = %s AND NOT (status = 'failed' "
+        "AND error->>'code' = 'server_error')", batch.id)}
+    if len(answered) != BATCH_REQUESTS:
+        problems.append(f"{len(answered)} responses answered {BATCH_REQUESTS} requests")
     output = [json.loads(line) for line in client.files.content(ended.output_file_id).read().splitlines()
               ] if ended.output_file_id else []
+    if {line["response"]["request_id"] for line in output} != answered:
+        problems.append("the output file's responses are not the batch's answered ones")
     if [line["custom_id"] for line in output] != [f"r{n}" for n in range(BATCH_REQUESTS)]:
         problems.append(f"the output file's lines are {[line['custom_id'] for line in output]}")
     wrong = [line["custom_id"] for line in output
