@@ -170,11 +170,14 @@ def test_a_scraper_polling_healthz_costs_the_workers_one_broadcast_per_cache_per
     assert inspector.broadcasts == 1
 
     healthz(stack)  # warms the web process's cache
-    started = time.monotonic()
+    started, waits = time.monotonic(), 0
     for _ in range(10):
+        call = time.monotonic()
         assert healthz(stack)[1]["checks"]["workers"]["echo"]["ok"] is True
-    # Uncached, every call would wait the whole inspection timeout for replies.
-    assert time.monotonic() - started < 10 * broker.INSPECT_TIMEOUT_S / 2
+        waits += time.monotonic() - call >= broker.INSPECT_TIMEOUT_S
+    # Uncached, every call would wait the whole inspection timeout for replies; cached, only
+    # the first call of each cache period does (counted per call: a loaded machine slows all).
+    assert waits <= 1 + (time.monotonic() - started) / broker.WORKERS_CACHE_S
 
 
 # --- /metrics ----------------------------------------------------------------------------------
