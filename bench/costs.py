@@ -16,8 +16,10 @@ between) and reads thread CPU clocks:
   worker writes it) and to a replay of a finished one.
 
 Phases are timed by wrapping the named functions (exclusive time: a phase inside another is
-charged to itself only); the product code is unchanged. Worker and create figures are the
-median round of ``--rounds``, printed with the range of the rounds. Each database runs in a child
+charged to itself only); the product code is unchanged. Each round also times a fixed
+calibration workload (``calibration_ms``) before and after its work, and each figure is
+given scaled by how fast the machine ran that round, as measured: the scaled figure of the
+median round is the headline, printed with the range of the rounds. Each database runs in a child
 process of its own (settings are read at import):
 
     .venv/bin/python bench/costs.py [--databases postgresql,sqlite] [--responses 24] [--creates 100]
@@ -129,6 +131,41 @@ def thread_cpu(prefixes: tuple[str, ...]) -> float:
     return total
 
 
+# --- a yardstick for the machine's speed in each round ----------------------------------------
+
+# The calibration's CPU time on this development machine at its usual speed; every figure is
+# also given scaled by REFERENCE / the calibration timed in its own round.
+CALIBRATION_REFERENCE_MS = 40.0
+
+
+def calibration_ms() -> float:
+    """Thread CPU ms of a fixed piece of the kind of work the server does (JSON text, dicts,
+    strings, SQLite statements in memory), the median of 5 runs: how fast this machine runs
+    Python right now. Thread CPU time on a shared virtual machine moves by 10-30% with its
+    neighbours; the same work timed beside the figures moves with it."""
+    import sqlite3
+
+    event = {"type": "response.output_text.delta", "sequence_number": 0, "item_id": "msg_" + "0" * 48,
+             "output_index": 0, "content_index": 0, "delta": " word", "logprobs": [], "obfuscation": "abcd"}
+    runs = []
+    for _ in range(5):
+        started = time.thread_time()
+        database = sqlite3.connect(":memory:")
+        database.execute("CREATE TABLE e (n INTEGER PRIMARY KEY, kind TEXT, data TEXT)")
+        for n in range(2000):
+            text = json.dumps({**event, "sequence_number": n}, separators=(",", ":"))
+            database.execute("INSERT INTO e VALUES (?, ?, ?)", (n, event["type"], text))
+            json.loads(text)
+            f"event: {event['type']}\ndata: {text}\n\n".encode()
+        database.close()
+        runs.append((time.thread_time() - started) * 1e3)
+    return sorted(runs)[2]
+
+
+def scaled(value: float, calibration: float) -> float:
+    return value * CALIBRATION_REFERENCE_MS / calibration
+
+
 # --- the child: one database ---------------------------------------------------------------
 
 
@@ -218,7 +255,7 @@ def median_round(rounds: list[dict[str, Any]], figure: str) -> dict[str, Any]:
 
 
 def measure_worker(clock: PhaseClock, key: str, case: str, count: int, rounds: int) -> dict[str, Any]:
-    return median_round([_worker_round(clock, key, case, count) for _ in range(rounds)], "task_us_per_token")
+    return median_round([_worker_round(clock, key, case, count) for _ in range(rounds)], "scaled_us_per_token")
 
 
 def _worker_round(clock: PhaseClock, key: str, case: str, count: int) -> dict[str, Any]:
@@ -247,10 +284,12 @@ def _worker_round(clock: PhaseClock, key: str, case: str, count: int) -> dict[st
         with lock:
             task_cpu[0] += time.thread_time() - started
 
+    calibration = calibration_ms()
     engine_before = thread_cpu(("engine-loop",))
     with ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="bench-task") as pool:
         list(pool.map(run, ids))
     engine = thread_cpu(("engine-loop",)) - engine_before
+    calibration = (calibration + calibration_ms()) / 2
     rows = list(Response.objects.filter(pk__in=ids).values_list("status", "usage", "last_sequence_number"))
     if {status for status, _, _ in rows} != {"completed"}:
         raise RuntimeError(f"{case}: responses ended {sorted({status for status, _, _ in rows})}")
@@ -259,7 +298,8 @@ def _worker_round(clock: PhaseClock, key: str, case: str, count: int) -> dict[st
     phases = {phase: clock.totals.get(phase, 0.0) for phase in WORKER_PHASES[:-1]}
     phases["other"] = task_cpu[0] - sum(phases.values())
     return {"tokens": tokens, "events": events, "batches": clock.calls["save_events"],
-            "task_us_per_token": task_cpu[0] / tokens * 1e6,
+            "calibration_ms": calibration, "task_us_per_token": task_cpu[0] / tokens * 1e6,
+            "scaled_us_per_token": scaled(task_cpu[0] / tokens * 1e6, calibration),
             "engine_us_per_token": engine / tokens * 1e6,
             "phases_us_per_token": {phase: seconds / tokens * 1e6 for phase, seconds in phases.items()}}
 
@@ -330,7 +370,7 @@ class WebLoop:
 
 def measure_creates(clock: PhaseClock, web: WebLoop, key: str, kind: str, count: int, rounds: int,
                     ) -> dict[str, Any]:
-    return median_round([_creates_round(clock, web, key, kind, count) for _ in range(rounds)], "ms_per_create")
+    return median_round([_creates_round(clock, web, key, kind, count) for _ in range(rounds)], "scaled_ms_per_create")
 
 
 def _creates_round(clock: PhaseClock, web: WebLoop, key: str, kind: str, count: int) -> dict[str, Any]:
@@ -342,6 +382,7 @@ def _creates_round(clock: PhaseClock, web: WebLoop, key: str, kind: str, count: 
     for _ in range(5):  # warm-up: connections, the doorbell's hub, caches
         web.run(web.request("POST", "/v1/responses", key, body, first_frame_only=True))
     clock.reset()
+    calibration = calibration_ms()
     db_before = thread_cpu(("db-",))
     loop_cpu = 0.0
     for _ in range(count):
@@ -350,9 +391,12 @@ def _creates_round(clock: PhaseClock, web: WebLoop, key: str, kind: str, count: 
             raise RuntimeError(f"a {kind} create answered {status}")
         loop_cpu += cpu
     db_cpu = thread_cpu(("db-",)) - db_before
+    calibration = (calibration + calibration_ms()) / 2
     phases = {phase: clock.totals.get(phase, 0.0) for phase in CREATE_PHASES[:-1]}
     phases["other"] = loop_cpu + db_cpu - sum(phases.values())
-    return {"ms_per_create": (loop_cpu + db_cpu) / count * 1e3, "loop_ms": loop_cpu / count * 1e3,
+    return {"ms_per_create": (loop_cpu + db_cpu) / count * 1e3, "calibration_ms": calibration,
+            "scaled_ms_per_create": scaled((loop_cpu + db_cpu) / count * 1e3, calibration),
+            "loop_ms": loop_cpu / count * 1e3,
             "db_threads_ms": db_cpu / count * 1e3,
             "phases_ms": {phase: seconds / count * 1e3 for phase, seconds in phases.items()}}
 
@@ -371,14 +415,18 @@ def measure_serving(web: WebLoop, key: str) -> dict[str, Any]:
         _, live_frames, _ = web.run(web.request("GET", f"/v1/responses/{response_id}", key,
                                                 query="stream=true&starting_after=-1"))
         worker.join()
+    calibration = calibration_ms()
     replays, replay_frames = 5, 0
     web.run(web.request("GET", f"/v1/responses/{response_id}", key, query="stream=true"))  # packs, caches
     with _cpu_of(("web-loop", "db-")) as replay:
         for _ in range(replays):
             replay_frames += web.run(web.request("GET", f"/v1/responses/{response_id}", key,
                                                  query="stream=true"))[1]
-    return {"events": live_frames, "live_ms_per_1000": live["cpu"] / live_frames * 1e6,
-            "replay_ms_per_1000": replay["cpu"] / replay_frames * 1e6}
+    calibration = (calibration + calibration_ms()) / 2
+    live_ms, replay_ms = live["cpu"] / live_frames * 1e6, replay["cpu"] / replay_frames * 1e6
+    return {"events": live_frames, "calibration_ms": calibration, "live_ms_per_1000": live_ms,
+            "replay_ms_per_1000": replay_ms, "scaled_live_ms_per_1000": scaled(live_ms, calibration),
+            "scaled_replay_ms_per_1000": scaled(replay_ms, calibration)}
 
 
 def _newest_response_id() -> str:
@@ -399,22 +447,26 @@ def _cpu_of(prefixes: tuple[str, ...]) -> Iterator[dict[str, float]]:
 
 
 def report(database: str, figures: dict[str, Any]) -> None:
+    """Each figure scaled to the reference speed (the headline), then as measured, with the
+    calibration of its round; phases as measured."""
     print(f"{database}:")
     for case, worker in figures["worker"].items():
         phases = ", ".join(f"{phase} {value:.1f}" for phase, value in worker["phases_us_per_token"].items())
         low, high = worker["range"]
-        print(f"  worker, {case}: {worker['task_us_per_token']:.1f} us/token [rounds {low:.1f}-{high:.1f}] ({phases}); "
+        print(f"  worker, {case}: {worker['scaled_us_per_token']:.1f} us/token [rounds {low:.1f}-{high:.1f}]; "
+              f"measured {worker['task_us_per_token']:.1f} ({phases}), calibration {worker['calibration_ms']:.1f} ms; "
               f"{worker['tokens']} tokens, {worker['events']} events in {worker['batches']} batches; "
               f"echo engine {worker['engine_us_per_token']:.1f}")
     for kind, create in figures["creates"].items():
         phases = ", ".join(f"{phase} {value:.2f}" for phase, value in create["phases_ms"].items())
         low, high = create["range"]
-        print(f"  web, {kind} create: {create['ms_per_create']:.2f} ms [rounds {low:.2f}-{high:.2f}] ({phases}); "
-              "loop thread "
-              f"{create['loop_ms']:.2f}, database threads {create['db_threads_ms']:.2f}")
+        print(f"  web, {kind} create: {create['scaled_ms_per_create']:.2f} ms [rounds {low:.2f}-{high:.2f}]; "
+              f"measured {create['ms_per_create']:.2f} ({phases}), calibration {create['calibration_ms']:.1f} ms; "
+              f"loop thread {create['loop_ms']:.2f}, database threads {create['db_threads_ms']:.2f}")
     serve = figures["serve"]
-    print(f"  web, serving {serve['events']} events: live reader {serve['live_ms_per_1000']:.1f} ms/1000 events, "
-          f"replay {serve['replay_ms_per_1000']:.1f} ms/1000 events", flush=True)
+    print(f"  web, serving {serve['events']} events: live reader {serve['scaled_live_ms_per_1000']:.1f} ms/1000 "
+          f"events, replay {serve['scaled_replay_ms_per_1000']:.1f}; measured {serve['live_ms_per_1000']:.1f} and "
+          f"{serve['replay_ms_per_1000']:.1f}, calibration {serve['calibration_ms']:.1f} ms", flush=True)
 
 
 def parse_args() -> argparse.Namespace:
@@ -456,9 +508,9 @@ def main() -> str:
         services(SERVICES_DIR, "stop")
     first = next(iter(results.values()))
     tokens = sum(case["tokens"] for case in first["worker"].values())
-    worker = sum(case["task_us_per_token"] * case["tokens"] for case in first["worker"].values()) / tokens
-    return (f"costs: worker {worker:.1f} us/token, create {first['creates']['streaming']['ms_per_create']:.2f} ms, "
-            f"serve {first['serve']['live_ms_per_1000']:.1f} ms/1000 events")
+    worker = sum(case["scaled_us_per_token"] * case["tokens"] for case in first["worker"].values()) / tokens
+    return (f"costs: worker {worker:.1f} us/token, create {first['creates']['streaming']['scaled_ms_per_create']:.2f} "
+            f"ms, serve {first['serve']['scaled_live_ms_per_1000']:.1f} ms/1000 events")
 
 
 if __name__ == "__main__":

@@ -31,6 +31,9 @@ SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "dev-insecure-change-me")
 # Keys are hashed with their own secret so that rotating DJANGO_SECRET_KEY (sessions,
 # CSRF) does not invalidate every API key.
 API_KEY_HMAC_SECRET = os.environ.get("API_KEY_HMAC_SECRET", "dev-api-key-secret-change-me")
+# How long a process keeps an API key it resolved (with its tenant); a change to any key or
+# tenant empties every process's cache before its next request (tenancy/key_cache.py). 0: none.
+API_KEY_CACHE_S = env_float("API_KEY_CACHE_S", 60.0)
 # Reasoning returned as encrypted_content (include=["reasoning.encrypted_content"]) is sealed
 # with the first of these secrets and opened with any of them: to rotate, put the new
 # secret first and keep the old one until the clients' stored histories have moved on.

@@ -1,9 +1,13 @@
-"""The Redis doorbell: "response X has events up to N" published after each commit.
+"""The Redis doorbell: "response X has events up to N" published after each commit, with
+the SSE frames of the events that commit wrote (``Pushed``).
 
-It only wakes readers; the database stays the truth. A lost doorbell costs a reader at
-most one poll interval, never an event. While Redis is down, writers stop ringing for
-RING_COOLDOWN_S after each failure and readers poll the database every POLL_INTERVAL_S,
-subscribing again every RESUBSCRIBE_S until Redis is back.
+A live reader whose cursor the frames continue sends them as they came, without reading
+the database (stream/reader.py); any other reader, or a reader that missed a ring, reads
+the database, which stays the truth: the frames are the bytes a read of the committed
+rows gives. A lost doorbell costs a reader at most one poll interval, never an event.
+While Redis is down, writers stop ringing for RING_COOLDOWN_S after each failure and
+readers poll the database every POLL_INTERVAL_S, subscribing again every RESUBSCRIBE_S
+until Redis is back.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import weakref
 from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import redis
@@ -39,12 +44,43 @@ def channel_name(response_id: str) -> str:
     return f"responses:events:{response_id}"
 
 
-def ring(response_id: str, last_sequence_number: int) -> None:
-    """Publish after a commit; failures are logged, since readers also poll the database."""
+# Frames pushed to a listener and not yet taken are dropped beyond this (a reader that
+# falls behind reads the database instead); a commit's frames beyond it are not published.
+MAX_PUSHED_BYTES = 1 << 20
+
+
+@dataclass(frozen=True)
+class Pushed:
+    """The SSE frames of one commit's events, first..last; ``ends``: the last is terminal."""
+
+    first: int
+    last: int
+    ends: bool
+    data: bytes
+
+    def message(self) -> bytes:
+        return b"%d %d %d\n" % (self.last, self.first, self.ends) + self.data
+
+    @classmethod
+    def parse(cls, message: bytes) -> Pushed | None:
+        """The frames of a ring's message, or None for a ring without frames ("<last>")."""
+        head, newline, data = message.partition(b"\n")
+        if not newline:
+            return None
+        last, first, ends = head.split()
+        return cls(int(first), int(last), ends == b"1", data)
+
+
+def ring(response_id: str, last_sequence_number: int, pushed: Pushed | None = None) -> None:
+    """Publish after a commit, with the frames it wrote if any; failures are logged, since
+    readers also poll the database."""
     if _ring_cooldown.active:
         return
+    message = str(last_sequence_number).encode()
+    if pushed is not None and len(pushed.data) <= MAX_PUSHED_BYTES:
+        message = pushed.message()
     try:
-        shared_client().publish(channel_name(response_id), str(last_sequence_number))
+        shared_client().publish(channel_name(response_id), message)
     except redis.RedisError as error:
         _ring_cooldown.failed()
         log.warning("doorbell for %s failed (not ringing for %g s): %s", response_id, RING_COOLDOWN_S, error)
@@ -59,9 +95,34 @@ class Listener:
         self.channel = channel_name(response_id)
         self._rang = asyncio.Event()
         self._hub = _hub()
+        self._pushed: deque[Pushed] = deque()
+        self._pushed_bytes = 0
 
-    def ring(self) -> None:
+    def ring(self, pushed: Pushed | None = None) -> None:
+        if pushed is not None:
+            self._pushed.append(pushed)
+            self._pushed_bytes += len(pushed.data)
+            if self._pushed_bytes > MAX_PUSHED_BYTES:
+                self._drop_pushed()
         self._rang.set()
+
+    def take_after(self, cursor: int) -> Pushed | None:
+        """The pushed frames that continue ``cursor`` (several commits' together), or None
+        when none do (nothing pushed, or a gap: the reader reads the database)."""
+        while self._pushed and self._pushed[0].last <= cursor:
+            self._pushed_bytes -= len(self._pushed.popleft().data)
+        taken: list[Pushed] = []
+        while self._pushed and self._pushed[0].first == cursor + 1:
+            taken.append(self._pushed.popleft())
+            self._pushed_bytes -= len(taken[-1].data)
+            cursor = taken[-1].last
+        if not taken:
+            return None
+        return Pushed(taken[0].first, cursor, taken[-1].ends, b"".join(one.data for one in taken))
+
+    def _drop_pushed(self) -> None:
+        self._pushed.clear()
+        self._pushed_bytes = 0
 
     async def wait(self, timeout: float) -> None:
         """Return when the doorbell rings, or after ``timeout`` seconds at the latest
@@ -206,8 +267,9 @@ class _Hub:
                     continue
                 channel = message["channel"].decode()
                 if message["type"] == "message":
+                    pushed = Pushed.parse(message["data"])
                     for listener in self._listeners.get(channel, ()):
-                        listener.ring()
+                        listener.ring(pushed)
                 elif message["type"] == "subscribe" and (pending := self._confirmations.get(channel)):
                     _resolve(pending.popleft(), True)
                     if not pending:

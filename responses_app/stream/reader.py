@@ -2,9 +2,11 @@
 a response to end.
 
 Subscribe to the doorbell first, then read the database: an event committed between
-the two is still found by the read, and one committed later rings the bell. The cursor
-is the last sequence number sent, so a reader neither skips nor repeats an event, and
-any web process can serve any response at any time. It yields the events' SSE frames,
+the two is still found by the read, and one committed later rings the bell. A ring
+carries its commit's frames: when they continue the cursor they are sent as they are, and
+otherwise (a missed ring, a reader behind) the database is read. The cursor is the last
+sequence number sent, so a reader neither skips nor repeats an event, and any web process
+can serve any response at any time. It yields the events' SSE frames, from the doorbell or
 from either form of the event log (stream/event_log.py).
 
 A database restart is ridden out: a read that finds the database down is tried again
@@ -72,10 +74,14 @@ async def follow_frames(
             last_sent = time.monotonic()
             outage_since: float | None = None
             while True:
-                await creates_first.before_stream_read()
+                pushed = listener.take_after(cursor)
                 try:
-                    frames = await _frames_after(response_id, cursor)
-                    state = None if frames.data else await stream_db(selectors.stream_state)(response_id)
+                    if pushed is not None:  # the doorbell brought what follows the cursor
+                        frames, state = event_log.Frames(pushed.data, pushed.last, pushed.ends), None
+                    else:
+                        await creates_first.before_stream_read()
+                        frames = await _frames_after(response_id, cursor)
+                        state = None if frames.data else await stream_db(selectors.stream_state)(response_id)
                 except DATABASE_DOWN:
                     outage_since = outage_since or time.monotonic()
                     if time.monotonic() - outage_since > DATABASE_PATIENCE_S:

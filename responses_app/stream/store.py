@@ -20,16 +20,27 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from responses_app.models import TERMINAL_STATUSES, OutputItem, Response, ResponseEvent
+from responses_app.models import TERMINAL_EVENT_TYPES, TERMINAL_STATUSES, OutputItem, Response, ResponseEvent
 from responses_app.observability import recorder
 from responses_app.selectors import output_items
 from responses_app.stream import doorbell
 from responses_app.stream.builder import EventBuilder
-from responses_app.stream.sse import event_json
+from responses_app.stream.sse import event_json, frame
 
 EVENT_COLUMNS = f"{ResponseEvent._meta.db_table} (response_id, sequence_number, type, data, created_at)"
 INSERT_EVENT = f"INSERT INTO {EVENT_COLUMNS} VALUES (%s, %s, %s, %s, %s)"
 COPY_EVENTS = f"COPY {EVENT_COLUMNS} FROM STDIN"
+# A batch's statements, written out (the ORM's compiling of them cost more of a worker's CPU
+# than running them): the lease renewed and the cancel flag read in one statement, and each
+# changed item written whether or not it has a row yet.
+_RENEW_LEASE = (f"UPDATE {Response._meta.db_table} SET lease_expires_at = %s{{}} WHERE id = %s AND lease_owner = %s "
+                "RETURNING cancel_requested")
+RENEW_LEASE_ONLY = _RENEW_LEASE.format("")
+RENEW_LEASE_AFTER_EVENTS = _RENEW_LEASE.format(", last_sequence_number = %s")
+UPSERT_ITEM = (f"INSERT INTO {OutputItem._meta.db_table} (response_id, output_index, item_id, item_type, status, "
+               "data) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (response_id, output_index) DO UPDATE SET "
+               "item_id = excluded.item_id, item_type = excluded.item_type, status = excluded.status, "
+               "data = excluded.data")
 # The row's fields that end_response writes.
 TERMINAL_FIELDS = ("status", "error", "incomplete_details", "usage", "completed_at", "last_sequence_number",
                    "lease_owner", "lease_expires_at")
@@ -53,19 +64,22 @@ def save_events(response: Response, owner: str, events: list[dict[str, Any]],
                 items: list[tuple[int, dict[str, Any]]]) -> bool:
     """save_batch for events and items already drained from the builder, so that a writer
     can try them again when the database broke before they were committed."""
-    fields: dict[str, Any] = {"lease_expires_at": timezone.now() + timedelta(seconds=settings.LEASE_TTL_S)}
+    lease_expires_at = timezone.now() + timedelta(seconds=settings.LEASE_TTL_S)
+    renewal = [connection.ops.adapt_datetimefield_value(lease_expires_at)]
     if events:
-        fields["last_sequence_number"] = events[-1]["sequence_number"]
+        renewal.append(events[-1]["sequence_number"])
     started = time.perf_counter()
-    with transaction.atomic():
-        if not Response.objects.filter(pk=response.pk, lease_owner=owner).update(**fields):
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(RENEW_LEASE_AFTER_EVENTS if events else RENEW_LEASE_ONLY, [*renewal, response.pk, owner])
+        renewed = cursor.fetchone()
+        if renewed is None:
             raise LeaseLost(response.pk)
         _write(response, events, items)
-        cancel_requested = Response.objects.filter(pk=response.pk).values_list("cancel_requested", flat=True)[0]
     recorder.batch_committed(response, events, time.perf_counter() - started)
-    for name, value in fields.items():
-        setattr(response, name, value)
-    return cancel_requested
+    response.lease_expires_at = lease_expires_at
+    if events:
+        response.last_sequence_number = events[-1]["sequence_number"]
+    return bool(renewed[0])
 
 
 class Terminal(TypedDict, total=False):
@@ -128,7 +142,7 @@ def write_terminal(response_id: str, status: str, **terminal: Unpack[Terminal]) 
     return response
 
 
-def insert_events(response: Response, events: list[dict[str, Any]]) -> None:
+def insert_events(response: Response, events: list[dict[str, Any]], texts: list[str] | None = None) -> None:
     """The events' rows, inserted from the cursor: a batch is most of what a worker does,
     and bulk_create's model instances and (on PostgreSQL) its arrays of JSON text, quoted
     in Python, took half of a worker's CPU. On PostgreSQL a COPY (psycopg's executemany is
@@ -137,7 +151,9 @@ def insert_events(response: Response, events: list[dict[str, Any]]) -> None:
     if not events:
         return
     created_at = connection.ops.adapt_datetimefield_value(timezone.now())
-    rows = [(response.pk, e["sequence_number"], e["type"], event_json(e), created_at) for e in events]
+    texts = texts or [event_json(event) for event in events]
+    rows = [(response.pk, event["sequence_number"], event["type"], text, created_at)
+            for event, text in zip(events, texts, strict=True)]
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
             cursor.executemany(INSERT_EVENT, rows)
@@ -149,14 +165,17 @@ def insert_events(response: Response, events: list[dict[str, Any]]) -> None:
 
 
 def _write(response: Response, events: list[dict[str, Any]], items: list[tuple[int, dict[str, Any]]]) -> None:
-    """Inside the caller's transaction: insert events, upsert items, ring once it commits."""
-    insert_events(response, events)
-    for output_index, item in items:
-        fields = {"item_id": item["id"], "item_type": item["type"], "status": item.get("status", ""), "data": item}
-        # Not update_or_create (a savepoint, a locking read, then the write, for each item
-        # of each batch): the row lock that the caller holds keeps every other writer out.
-        if not OutputItem.objects.filter(response=response, output_index=output_index).update(**fields):
-            OutputItem.objects.create(response=response, output_index=output_index, **fields)
+    """Inside the caller's transaction: insert events, upsert items, ring once it commits
+    (with the events' frames, for the live readers)."""
+    texts = [event_json(event) for event in events]
+    insert_events(response, events, texts)
+    if items:
+        rows = [(response.pk, output_index, item["id"], item["type"], item.get("status", ""),
+                 connection.ops.adapt_json_value(item, None)) for output_index, item in items]
+        with connection.cursor() as cursor:
+            cursor.executemany(UPSERT_ITEM, rows)
     if events:
-        last = events[-1]["sequence_number"]
-        transaction.on_commit(lambda: doorbell.ring(response.pk, last))
+        frames = b"".join(frame(event["type"], text) for event, text in zip(events, texts, strict=True))
+        pushed = doorbell.Pushed(events[0]["sequence_number"], events[-1]["sequence_number"],
+                                 events[-1]["type"] in TERMINAL_EVENT_TYPES, frames)
+        transaction.on_commit(lambda: doorbell.ring(response.pk, pushed.last, pushed))

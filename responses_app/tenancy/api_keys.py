@@ -19,6 +19,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from responses_app.models import ApiKey, ApiKeyScope, EventNames, Tenant
+from responses_app.tenancy import key_cache
 from responses_app.wire.errors import AuthenticationFailed
 
 KEY_PATTERN = re.compile(r"^sk-([a-z0-9]{12})-([A-Za-z0-9_\-]{32,128})$")
@@ -69,6 +70,7 @@ def revoke_api_key(key: ApiKey) -> bool:
     revoked = ApiKey.objects.filter(pk=key.pk, revoked_at__isnull=True).update(revoked_at=now)
     if revoked:
         key.revoked_at = now
+        key_cache.keys_changed()
     return bool(revoked)
 
 
@@ -95,7 +97,11 @@ def parse_bearer(header: str | None) -> tuple[str, str]:
 def authenticate_bearer(header: str | None) -> Caller:
     """Resolve an ``Authorization`` header to a caller or raise AuthenticationFailed (401)."""
     prefix, secret = parse_bearer(header)
-    key = ApiKey.objects.select_related("tenant").filter(prefix=prefix).first()
+    key = key_cache.cache.get(prefix)
+    if key is None:
+        key = ApiKey.objects.select_related("tenant").filter(prefix=prefix).first()
+        if key is not None:
+            key_cache.cache.put(prefix, key)
     if key is None or not hmac.compare_digest(key.secret_hmac, _secret_hmac(secret)):
         raise AuthenticationFailed("Incorrect API key provided.", code="invalid_api_key")
     if key.revoked_at is not None:

@@ -17,7 +17,6 @@ import httpx
 import openai
 import pytest
 from django.test import override_settings
-from django.utils import timezone
 
 from responses_app.services.recovery import purge_unstored_responses
 from tests.conftest import http_client, sdk_client
@@ -78,13 +77,12 @@ def alice_response_id(stack, alice_key) -> str:
 @pytest.fixture
 def revoked_key(stack) -> str:
     """A key of alice's tenant that worked, then was revoked."""
-    from responses_app.models import ApiKey
-    from responses_app.tenancy.api_keys import create_api_key
+    from responses_app.tenancy.api_keys import create_api_key, revoke_api_key
 
     row, key = create_api_key("alice", "revoked in a test")
     with http(stack, key) as client:
         assert client.get("/models").status_code == 200
-    ApiKey.objects.filter(pk=row.pk).update(revoked_at=timezone.now())
+    revoke_api_key(row)
     return key
 
 

@@ -113,3 +113,40 @@ def test_every_task_of_a_hub_ends_with_it_a_lost_connections_reader_too(monkeypa
         assert not doorbell._tasks
 
     asyncio.run(scenario())
+
+
+def pushed(first: int, last: int, ends: bool = False) -> doorbell.Pushed:
+    return doorbell.Pushed(first, last, ends, b"".join(b"event: e\ndata: %d\n\n" % n for n in range(first, last + 1)))
+
+
+def test_a_ring_brings_its_commits_frames_to_every_listener():
+    async def scenario() -> None:
+        async with doorbell.listening("resp_bell_p") as first, doorbell.listening("resp_bell_p") as second:
+            doorbell.ring("resp_bell_p", 4, pushed(3, 4, ends=True))
+            assert await rung(first)
+            for listener in (first, second):
+                assert listener.take_after(2) == pushed(3, 4, ends=True)
+                assert listener.take_after(4) is None  # taken once
+
+    asyncio.run(scenario())
+
+
+def test_a_listener_gives_only_frames_that_continue_the_cursor():
+    async def scenario() -> None:
+        async with doorbell.listening("resp_bell_q") as listener:
+            for chunk in (pushed(0, 2), pushed(3, 5), pushed(6, 9)):
+                listener.ring(chunk)
+            # Commits the reader has already read are dropped; the next ones come together.
+            assert listener.take_after(2) == pushed(3, 9)
+            listener.ring(pushed(13, 15))  # 10..12 were missed: the reader reads the database
+            assert listener.take_after(9) is None
+            assert listener.take_after(12) == pushed(13, 15)
+            listener.ring(doorbell.Pushed(16, 16, False, b"x" * (doorbell.MAX_PUSHED_BYTES + 1)))
+            assert listener.take_after(15) is None  # a reader that falls behind reads the database
+
+    asyncio.run(scenario())
+
+
+def test_a_ring_without_frames_only_wakes():
+    assert doorbell.Pushed.parse(b"17") is None
+    assert doorbell.Pushed.parse(pushed(3, 4).message()) == pushed(3, 4)

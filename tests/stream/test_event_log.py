@@ -111,3 +111,29 @@ def test_a_running_response_is_not_packed_and_the_sweep_packs_what_was_left():
     assert event_log.pack_unpacked() == 1
     assert EventLog.objects.filter(response_id=left.pk).exists()
     assert not EventLog.objects.filter(response_id=running.pk).exists()
+
+
+def test_a_live_reader_sends_the_frames_each_commit_rang_with_and_reads_only_what_came_before(monkeypatch):
+    response, builder = running_response(deltas=5)
+    reads = []
+    read = event_log.frames_after
+    monkeypatch.setattr(event_log, "frames_after", lambda *args, **kwargs: reads.append(args) or read(*args, **kwargs))
+
+    def write_more(n: int) -> None:
+        builder.apply(ContentDelta(text=f"more{n} "))
+        save_batch(response, OWNER, builder)
+
+    async def follow() -> list[bytes | None]:
+        reader = follow_frames(response.pk, -1)
+        chunks = [await reader.__anext__()]  # what was committed before: read from the database
+        for n in range(3):
+            await db(write_more)(n)
+            chunks.append(await reader.__anext__())
+        await db(finish)(response, builder)
+        chunks += [chunk async for chunk in reader]
+        return chunks
+
+    received = frames_in(asyncio.run(follow()))
+    assert len(reads) == 1
+    packed = event_log.packed_log(response.pk)
+    assert received == packed.frames(-1, packed.last_sequence_number)

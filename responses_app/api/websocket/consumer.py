@@ -100,9 +100,11 @@ class ResponsesSocket(AsyncWebsocketConsumer):
     async def disconnect(self, code: int) -> None:
         if not hasattr(self, "lanes"):
             return  # refused at the handshake
-        await self._stop_tasks()
+        # Detached before the lanes stop: the session's responses start their grace whatever
+        # a lane is in the middle of (Daphne kills a socket that takes over 10 s to close).
         if not await self.presence.leave():
             await db(sockets.detach)(self.caller.tenant, self.session)
+        await self._stop_tasks()
         await self.redis.aclose()
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
