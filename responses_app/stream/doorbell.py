@@ -103,7 +103,8 @@ class Listener:
             self._pushed.append(pushed)
             self._pushed_bytes += len(pushed.data)
             if self._pushed_bytes > MAX_PUSHED_BYTES:
-                self._drop_pushed()
+                self._pushed.clear()
+                self._pushed_bytes = 0
         self._rang.set()
 
     def take_after(self, cursor: int) -> Pushed | None:
@@ -119,10 +120,6 @@ class Listener:
         if not taken:
             return None
         return Pushed(taken[0].first, cursor, taken[-1].ends, b"".join(one.data for one in taken))
-
-    def _drop_pushed(self) -> None:
-        self._pushed.clear()
-        self._pushed_bytes = 0
 
     async def wait(self, timeout: float) -> None:
         """Return when the doorbell rings, or after ``timeout`` seconds at the latest
