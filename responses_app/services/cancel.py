@@ -64,7 +64,7 @@ def delete_response(response: Response) -> None:
     response_id = response.pk
     with transaction.atomic():
         Response.objects.filter(pk=response_id).exclude(status__in=TERMINAL_STATUSES).update(cancel_requested=True)
-        end_response(response_id, ResponseStatus.CANCELLED)
+        end_response(response_id, ResponseStatus.CANCELLED, deleted_with_it=True)
         # Lock the row: a worker's batch starts by updating it, so no item or event can be
         # inserted between collecting the related rows and deleting them.
         Response.objects.select_for_update().filter(pk=response_id).first()

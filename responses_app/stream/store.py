@@ -92,6 +92,9 @@ class Terminal(TypedDict, total=False):
     lease_owner: str | None
     only_if_status: str | None
     only_if_lease_expired_before: datetime | None
+    # The caller deletes the response in the same transaction: no frames are pushed for
+    # events that will never be read (its readers end on the deletion's ring instead).
+    deleted_with_it: bool
 
 
 def write_terminal(response_id: str, status: str, **terminal: Unpack[Terminal]) -> Response | None:
@@ -138,7 +141,7 @@ def write_terminal(response_id: str, status: str, **terminal: Unpack[Terminal]) 
         response.last_sequence_number = events[-1]["sequence_number"]
         response.lease_owner, response.lease_expires_at = "", None
         response.save(update_fields=TERMINAL_FIELDS)
-        _write(response, events, items)
+        _write(response, events, items, ring=not terminal.get("deleted_with_it", False))
     return response
 
 
@@ -164,9 +167,10 @@ def insert_events(response: Response, events: list[dict[str, Any]], texts: list[
                 copy.write_row(row)
 
 
-def _write(response: Response, events: list[dict[str, Any]], items: list[tuple[int, dict[str, Any]]]) -> None:
+def _write(response: Response, events: list[dict[str, Any]], items: list[tuple[int, dict[str, Any]]],
+           ring: bool = True) -> None:
     """Inside the caller's transaction: insert events, upsert items, ring once it commits
-    (with the events' frames, for the live readers)."""
+    (with the events' frames, for the live readers) unless ``ring`` is False."""
     texts = [event_json(event) for event in events]
     insert_events(response, events, texts)
     if items:
@@ -174,7 +178,7 @@ def _write(response: Response, events: list[dict[str, Any]], items: list[tuple[i
                  connection.ops.adapt_json_value(item, None)) for output_index, item in items]
         with connection.cursor() as cursor:
             cursor.executemany(UPSERT_ITEM, rows)
-    if events:
+    if events and ring:
         frames = b"".join(frame(event["type"], text) for event, text in zip(events, texts, strict=True))
         pushed = doorbell.Pushed(events[0]["sequence_number"], events[-1]["sequence_number"],
                                  events[-1]["type"] in TERMINAL_EVENT_TYPES, frames)

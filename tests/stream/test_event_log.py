@@ -12,11 +12,12 @@ from responses_app.dispatch import task_queue
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
 from responses_app.lib.asyncdb import db
 from responses_app.models import EventLog, Response, ResponseEvent, ResponseStatus
+from responses_app.services.cancel import delete_response
 from responses_app.services.create import create_response
 from responses_app.services.ended import end_response
 from responses_app.stream import event_log
 from responses_app.stream.builder import EventBuilder
-from responses_app.stream.reader import follow_frames
+from responses_app.stream.reader import RESPONSE_DELETED, follow_frames
 from responses_app.stream.store import save_batch
 from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
@@ -137,3 +138,20 @@ def test_a_live_reader_sends_the_frames_each_commit_rang_with_and_reads_only_wha
     assert len(reads) == 1
     packed = event_log.packed_log(response.pk)
     assert received == packed.frames(-1, packed.last_sequence_number)
+
+
+def test_a_live_reader_of_a_deleted_response_ends_with_the_deletion_not_with_an_end_it_never_stored():
+    # delete_response ends the response (its terminal event) and deletes it in one
+    # transaction: that event is never committed, so no reader may be sent it.
+    response, _ = running_response(deltas=2)
+
+    async def follow() -> tuple[list[bytes | None], list[bytes | None]]:
+        reader = follow_frames(response.pk, -1, error_events=True)
+        before = [await reader.__anext__()]
+        await db(lambda: delete_response(Response.objects.get(pk=response.pk)))()
+        return before, [chunk async for chunk in reader]
+
+    before, after = (frames_in(chunks) for chunks in asyncio.run(follow()))
+    assert len(after) == 1
+    assert after[0].startswith(b"event: error\n") and RESPONSE_DELETED.encode() in after[0]
+    assert all(b"event: error" not in frame for frame in before)
