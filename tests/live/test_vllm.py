@@ -381,11 +381,15 @@ def test_a_reasoning_summary_on_vllm_interrupts_nothing_the_model_goes_on_where_
     assert summarized.usage.input_tokens > plain.usage.input_tokens
 
 
-def test_sampling_penalties_reach_vllm(alice, vllm_stack):
-    # The SDK does not type them (the Open Responses specification does): extra_body.
-    response = alice.responses.create(model="tiny-trained", input=CAPITAL.input, max_output_tokens=32,
+def test_a_vllm_turn_with_sampling_penalties_runs_and_echoes_them(alice, vllm_stack):
+    # The SDK does not type them (the Open Responses specification does): extra_body. Greedy,
+    # so that the answer is the trained one: sampled, the tiny model may say anything (a call
+    # of a tool it lacks, which fails the response). It is too sure of that answer for even
+    # the largest penalties to change it, so this shows vLLM runs with them, not their effect.
+    response = alice.responses.create(model="tiny-trained", input=CAPITAL.input, max_output_tokens=32, **GREEDY,
                                       extra_body={"presence_penalty": 1.5, "frequency_penalty": -0.5})
-    assert response.status in ("completed", "incomplete") and response.error is None
+    assert response.status == "completed", response.error
+    assert response.output_text == final_text(CAPITAL.turns[0].completion)
     assert (response.to_dict()["presence_penalty"], response.to_dict()["frequency_penalty"]) == (1.5, -0.5)
 
 
