@@ -135,7 +135,7 @@ def thread_cpu(prefixes: tuple[str, ...]) -> float:
 
 # The calibration's CPU time on this development machine at its usual speed; every figure is
 # also given scaled by REFERENCE / the calibration timed in its own round.
-CALIBRATION_REFERENCE_MS = 40.0
+CALIBRATION_REFERENCE_MS = 16.0
 
 
 def calibration_ms() -> float:
@@ -185,9 +185,16 @@ def child(database_url: str, redis_url: str, args: argparse.Namespace) -> dict[s
 
     # Creates send their task to the broker as in production; no worker consumes it (the
     # bench runs each response itself), and the bench's own Redis is emptied at the end.
+    _, key = create_api_key(f"bench-costs-{os.getpid()}")
+    if args.node:
+        lag = CommitLag()
+        lag.install()
+        try:
+            return {"node": measure_node(lag, key, args.node_rates, args.node_responses)}
+        finally:
+            shared_client().flushdb()
     clock = PhaseClock()
     _wrap_phases(clock)
-    _, key = create_api_key(f"bench-costs-{os.getpid()}")
     web = WebLoop()
     try:
         worker = {case: measure_worker(clock, key, case, args.responses, args.rounds) for case in WORKER_CASES}
@@ -443,6 +450,152 @@ def _cpu_of(prefixes: tuple[str, ...]) -> Iterator[dict[str, float]]:
     result["cpu"] = thread_cpu(prefixes) - before
 
 
+# --- a GPU node: a synthetic engine at set aggregate token rates -------------------------------
+
+NODE_SECONDS = 12.0  # how long each response streams at the offered rate
+KEEP_UP_SHARE = 0.95  # of the offered rate, achieved while all responses stream
+KEEP_UP_LAG_S = 0.100  # p99 from a token's emission to its event's commit
+
+
+class CommitLag:
+    """When the engine emitted each token, and how long each waited for its event's commit.
+
+    The echo engine's ``generate`` stamps each token as it yields it (on the engine loop);
+    the task thread counts the tokens it took from the engine host's stream, and each
+    commit of its batch writer (``flush``, ``end``) settles the tokens taken since the last."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._local = threading.local()
+        self.emitted: dict[str, list[float]] = defaultdict(list)  # request id -> each token's emission
+        self._settled: dict[str, int] = defaultdict(int)
+        self.lags: list[tuple[float, float]] = []  # (emission, wait until committed)
+
+    def reset(self) -> None:
+        with self._lock:
+            self.emitted.clear()
+            self._settled.clear()
+            self.lags.clear()
+
+    def install(self) -> None:
+        from responses_app.engines.echo import EchoEngine
+        from responses_app.engines.host import EngineHost
+        from responses_app.worker.batch_writer import BatchWriter
+
+        lag, generate, stream = self, EchoEngine.generate, EngineHost.stream
+
+        async def stamped(engine: Any, prompt: list[int], params: Any, request_id: str) -> Any:
+            async for chunk in generate(engine, prompt, params, request_id):
+                now = time.monotonic()
+                with lag._lock:
+                    lag.emitted[request_id].extend([now] * len(chunk.token_ids))
+                yield chunk
+
+        def counted(host: Any, model: str, prompt: list[int], params: Any, request_id: str, **kwargs: Any) -> Any:
+            inner = stream(host, model, prompt, params, request_id, **kwargs)
+            lag._local.request_id, lag._local.taken = request_id, 0
+            try:
+                for chunk in inner:
+                    if chunk is not None:
+                        lag._local.taken += len(chunk.token_ids)
+                    yield chunk
+            finally:
+                inner.close()  # the caller closing this stream aborts the engine request
+
+        EchoEngine.generate, EngineHost.stream = stamped, counted
+        for name in ("flush", "end"):
+            self._settle_after(BatchWriter, name)
+
+    def _settle_after(self, owner: Any, name: str) -> None:
+        original = getattr(owner, name)
+
+        @functools.wraps(original)
+        def committed(*args: Any, **kwargs: Any) -> Any:
+            result = original(*args, **kwargs)
+            request_id = getattr(self._local, "request_id", None)
+            if request_id is not None:
+                now = time.monotonic()
+                with self._lock:
+                    stamps = self.emitted[request_id][self._settled[request_id]:self._local.taken]
+                    self._settled[request_id] = self._local.taken
+                    self.lags.extend((stamp, now - stamp) for stamp in stamps)
+            return result
+
+        setattr(owner, name, committed)
+
+    def steady(self) -> tuple[float, int, list[float]]:
+        """While every response streamed (from the last first token to the first last token:
+        not the burst of starts nor the ends): the tokens/s emitted, their count, and their
+        commit lags, sorted."""
+        with self._lock:
+            streams = [stamps for stamps in self.emitted.values() if stamps]
+            lags = list(self.lags)
+        start, end = max(stamps[0] for stamps in streams), min(stamps[-1] for stamps in streams)
+        if end <= start:
+            raise RuntimeError("the responses never all streamed at once: raise --node-rates or NODE_SECONDS")
+        tokens = sum(1 for stamps in streams for stamp in stamps if start <= stamp <= end)
+        return tokens / (end - start), tokens, sorted(wait for stamp, wait in lags if start <= stamp <= end)
+
+
+def measure_node(lag: CommitLag, key: str, rates: list[int], count: int) -> dict[str, Any]:
+    """``count`` plain answers streaming at once on task threads of this process (a worker of
+    that concurrency), the echo engine spacing each one's tokens so that together they come
+    at each offered rate: the achieved rate, the commit lag, the process's CPU per token."""
+    from responses_app.models import Response
+    from responses_app.services.create import create_response
+    from responses_app.tenancy.api_keys import authenticate_bearer
+    from responses_app.validation.create import parse_create_request
+
+    tenant = authenticate_bearer(f"Bearer {key}").tenant
+    levels = {}
+    for rate in rates:
+        delay_ms = count / rate * 1e3
+        words = max(int(NODE_SECONDS * rate / count / 2), 10)  # about two tokens a word
+        body = {"model": "echo", "input": _plain(words), "background": True,
+                "metadata": {"echo_token_delay_ms": f"{delay_ms:.3f}"}}
+        ids = [create_response(tenant, parse_create_request(body)).pk for _ in range(count)]
+        lag.reset()
+        calibration = calibration_ms()
+        process_before, engine_before, wall_before = time.process_time(), thread_cpu(("engine-loop",)), time.monotonic()
+        with ThreadPoolExecutor(count, thread_name_prefix="node-task") as pool:
+            list(pool.map(_run_and_disconnect, ids))
+        wall = time.monotonic() - wall_before
+        process, engine = time.process_time() - process_before, thread_cpu(("engine-loop",)) - engine_before
+        calibration = (calibration + calibration_ms()) / 2
+        rows = list(Response.objects.filter(pk__in=ids).values_list("status", "usage"))
+        if {status for status, _ in rows} != {"completed"}:
+            raise RuntimeError(f"node at {rate}/s: responses ended {sorted({status for status, _ in rows})}")
+        tokens = sum(usage["output_tokens"] for _, usage in rows)
+        achieved, window_tokens, lags = lag.steady()
+        levels[rate] = {
+            "achieved": achieved, "window_tokens": window_tokens, "tokens": tokens, "wall_s": wall,
+            "lag_p50_ms": lags[len(lags) // 2] * 1e3, "lag_p99_ms": lags[int(len(lags) * 0.99)] * 1e3,
+            "calibration_ms": calibration, "process_us_per_token": (process - engine) / tokens * 1e6,
+            "engine_us_per_token": engine / tokens * 1e6,
+            "scaled_us_per_token": scaled((process - engine) / tokens * 1e6, calibration),
+            "process_cpu_share": process / wall,
+        }
+        levels[rate]["keeps_up"] = keeps_up(rate, levels[rate])
+    return levels
+
+
+def _run_and_disconnect(response_id: str) -> None:
+    """run_response on a thread of its own, whose database connection is closed after it (a
+    level's threads end with it)."""
+    from django.db import connection
+
+    from responses_app.worker.run import run_response
+
+    try:
+        run_response(response_id)
+    finally:
+        connection.close()
+
+
+def keeps_up(rate: int, level: dict[str, Any]) -> bool:
+    return level["achieved"] >= KEEP_UP_SHARE * rate and level["lag_p99_ms"] <= KEEP_UP_LAG_S * 1e3
+
+
 # --- the parent: both databases, the report ----------------------------------------------------
 
 
@@ -450,6 +603,15 @@ def report(database: str, figures: dict[str, Any]) -> None:
     """Each figure scaled to the reference speed (the headline), then as measured, with the
     calibration of its round; phases as measured."""
     print(f"{database}:")
+    if "node" in figures:
+        for rate, level in figures["node"].items():
+            print(f"  node, {rate} tokens/s offered: achieved {level['achieved']:.0f} "
+                  f"({level['window_tokens']} tokens while all streamed), commit lag p50 {level['lag_p50_ms']:.0f} ms "
+                  f"p99 {level['lag_p99_ms']:.0f} ms; worker CPU {level['scaled_us_per_token']:.1f} us/token "
+                  f"(measured {level['process_us_per_token']:.1f}, calibration {level['calibration_ms']:.1f} ms), "
+                  f"echo engine {level['engine_us_per_token']:.1f}; process at {level['process_cpu_share']:.0%} "
+                  f"of a core; {'keeps up' if level['keeps_up'] else 'falls behind'}", flush=True)
+        return
     for case, worker in figures["worker"].items():
         phases = ", ".join(f"{phase} {value:.1f}" for phase, value in worker["phases_us_per_token"].items())
         low, high = worker["range"]
@@ -469,12 +631,22 @@ def report(database: str, figures: dict[str, Any]) -> None:
           f"{serve['replay_ms_per_1000']:.1f}, calibration {serve['calibration_ms']:.1f} ms", flush=True)
 
 
+def node_ceiling(levels: dict[Any, dict[str, Any]]) -> int:
+    """The highest offered rate that one worker process kept up with (0: none)."""
+    return max((int(rate) for rate, level in levels.items() if level["keeps_up"]), default=0)
+
+
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--databases", default="postgresql,sqlite", type=lambda s: s.split(","))
     parser.add_argument("--responses", type=int, default=24, help="responses per worker case and round")
     parser.add_argument("--creates", type=int, default=100, help="creates per kind and round")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each; the median round is reported")
+    parser.add_argument("--node", action="store_true",
+                        help="only the GPU-node mode: --node-responses plain answers at each of --node-rates")
+    parser.add_argument("--node-rates", default="1000,2000,4000,8000",
+                        type=lambda s: [int(rate) for rate in s.split(",")], help="aggregate tokens/s offered")
+    parser.add_argument("--node-responses", type=int, default=256, help="responses streaming at once")
     parser.add_argument("--child", nargs=2, metavar=("DATABASE_URL", "REDIS_URL"), help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -496,8 +668,10 @@ def main() -> str:
                 for stale in SERVICES_DIR.glob("costs.sqlite3*"):
                     stale.unlink()
                 db_url = f"sqlite:///{SERVICES_DIR / 'costs.sqlite3'}"
+            node = ["--node", "--node-rates", ",".join(map(str, args.node_rates)), "--node-responses",
+                    str(args.node_responses)] if args.node else []
             done = subprocess.run([sys.executable, __file__, "--responses", str(args.responses), "--creates",
-                                   str(args.creates), "--rounds", str(args.rounds), "--child", db_url,
+                                   str(args.creates), "--rounds", str(args.rounds), *node, "--child", db_url,
                                    urls["REDIS_URL"]],
                                   cwd=ROOT, capture_output=True, text=True, check=False)
             if done.returncode != 0:
@@ -506,6 +680,9 @@ def main() -> str:
             report(database, results[database])
     finally:
         services(SERVICES_DIR, "stop")
+    if args.node:
+        return "node: " + ", ".join(f"{database} keeps up with {node_ceiling(figures['node'])} tokens/s"
+                                    for database, figures in results.items())
     first = next(iter(results.values()))
     tokens = sum(case["tokens"] for case in first["worker"].values())
     worker = sum(case["scaled_us_per_token"] * case["tokens"] for case in first["worker"].values()) / tokens

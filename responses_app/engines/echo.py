@@ -123,6 +123,9 @@ class EchoEngine:
         pending: list[int] = []
         first = True
         die_after = _knob(params, "echo_die_after_tokens")
+        # Each token is due ``delay_s`` after the one before it was due, not after it was
+        # sent: a busy loop's late wake-ups do not lower the rate the delay sets.
+        due = asyncio.get_running_loop().time()
         for emitted, token in enumerate(tokens[:limit]):
             if request_id in self._abort_requested:
                 return
@@ -130,7 +133,8 @@ class EchoEngine:
                 # Lets tests see what a crashed engine (vLLM's EngineDeadError) does to a response.
                 raise EngineDead(f"the echo engine was told to die after {die_after:g} tokens")
             if delay_s > 0:
-                await asyncio.sleep(delay_s)
+                due += delay_s
+                await asyncio.sleep(due - asyncio.get_running_loop().time())
                 if request_id in self._abort_requested:
                     return
             pending.append(token)

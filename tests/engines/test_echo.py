@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 
 from responses_app.engines.base import EngineChunk, SamplingParams
 from responses_app.engines.echo import EchoEngine
@@ -145,6 +146,26 @@ def test_with_a_delay_each_token_is_yielded_as_soon_as_it_is_generated():
     params = SamplingParams(stop_token_ids=stop_token_ids(), metadata={"echo_token_delay_ms": "1"})
     chunks = collect(EchoEngine(), prompt(user("hi")), params)
     assert all(len(chunk.token_ids) == 1 for chunk in chunks)
+
+
+def test_a_delay_sets_the_rate_and_a_late_wake_up_does_not_lower_it():
+    # A synthetic node load (bench/costs.py --node) offers a rate through the delay: a loop
+    # that stalls must not stretch every later token's wait.
+    params = SamplingParams(metadata={"echo_token_delay_ms": "10"})
+    text = "<|channel|>final<|message|>" + "w " * 30 + "<|return|>"
+
+    async def run() -> tuple[int, float]:
+        loop, arrivals = asyncio.get_running_loop(), []
+        async for chunk in EchoEngine().generate(prompt(user(text)), params, "r"):
+            if not arrivals:
+                loop.call_later(0.02, time.sleep, 0.3)  # the loop is stuck for 300 ms, once
+            arrivals += [loop.time()] * len(chunk.token_ids)
+        return len(arrivals) - 1, arrivals[-1] - arrivals[0]
+
+    tokens, elapsed = asyncio.run(run())
+    # Paced from the first token's due time: the stall is made up, not added (a wait after
+    # each token would take tokens * 10 ms + 300 ms).
+    assert tokens * 0.010 <= elapsed < tokens * 0.010 + 0.2
 
 
 def test_abort_stops_a_running_request_within_one_token():
