@@ -13,6 +13,7 @@ delete all end a response, and which then runs what follows a response's end.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
 
@@ -41,6 +42,13 @@ UPSERT_ITEM = (f"INSERT INTO {OutputItem._meta.db_table} (response_id, output_in
                "data) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (response_id, output_index) DO UPDATE SET "
                "item_id = excluded.item_id, item_type = excluded.item_type, status = excluded.status, "
                "data = excluded.data")
+# Several responses' leases in one statement (save_group): the VALUES rows are (id, owner,
+# last sequence number), named column1..3 by PostgreSQL and SQLite alike.
+_TABLE = Response._meta.db_table
+RENEW_LEASES = (f"UPDATE {_TABLE} SET lease_expires_at = %s, last_sequence_number = v.column3 FROM (VALUES {{}}) "
+                f"AS v WHERE {_TABLE}.id = v.column1 AND {_TABLE}.lease_owner = v.column2 "
+                f"RETURNING {_TABLE}.id, {_TABLE}.cancel_requested")
+LEASE_ROW = "(%s, %s, CAST(%s AS BIGINT))"
 # The row's fields that end_response writes.
 TERMINAL_FIELDS = ("status", "error", "incomplete_details", "usage", "completed_at", "last_sequence_number",
                    "lease_owner", "lease_expires_at")
@@ -74,12 +82,49 @@ def save_events(response: Response, owner: str, events: list[dict[str, Any]],
         renewed = cursor.fetchone()
         if renewed is None:
             raise LeaseLost(response.pk)
-        _write(response, events, items)
-    recorder.batch_committed(response, events, time.perf_counter() - started)
-    response.lease_expires_at = lease_expires_at
-    if events:
-        response.last_sequence_number = events[-1]["sequence_number"]
+        _write_many([Batch(response, owner, events, items)])
+    _committed(Batch(response, owner, events, items), lease_expires_at, time.perf_counter() - started)
     return bool(renewed[0])
+
+
+@dataclass
+class Batch:
+    """One response's events and items drained from its builder, and its lease holder."""
+
+    response: Response
+    owner: str
+    events: list[dict[str, Any]]
+    items: list[tuple[int, dict[str, Any]]]
+
+
+def save_group(batches: list[Batch]) -> dict[str, bool]:
+    """save_events for several responses (one batch each) in one transaction: one statement
+    renews all the leases, one writes all the events, one all the items, one commit, and
+    the doorbells ring in one round trip. Returns the cancel flag of each response whose
+    lease held, by id; a response missing from it lost its lease, and nothing of it is
+    written. A failing statement fails the whole group (nothing is written)."""
+    lease_expires_at = timezone.now() + timedelta(seconds=settings.LEASE_TTL_S)
+    params: list[Any] = [connection.ops.adapt_datetimefield_value(lease_expires_at)]
+    for batch in batches:
+        last = batch.events[-1]["sequence_number"] if batch.events else batch.response.last_sequence_number
+        params += [batch.response.pk, batch.owner, last]
+    started = time.perf_counter()
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute(RENEW_LEASES.format(", ".join([LEASE_ROW] * len(batches))), params)
+        renewed = {response_id: bool(cancel) for response_id, cancel in cursor.fetchall()}
+        held = [batch for batch in batches if batch.response.pk in renewed]
+        _write_many(held)
+    seconds = time.perf_counter() - started
+    for batch in held:
+        _committed(batch, lease_expires_at, seconds)
+    return renewed
+
+
+def _committed(batch: Batch, lease_expires_at: datetime, seconds: float) -> None:
+    recorder.batch_committed(batch.response, batch.events, seconds)
+    batch.response.lease_expires_at = lease_expires_at
+    if batch.events:
+        batch.response.last_sequence_number = batch.events[-1]["sequence_number"]
 
 
 class Terminal(TypedDict, total=False):
@@ -141,22 +186,29 @@ def write_terminal(response_id: str, status: str, **terminal: Unpack[Terminal]) 
         response.last_sequence_number = events[-1]["sequence_number"]
         response.lease_owner, response.lease_expires_at = "", None
         response.save(update_fields=TERMINAL_FIELDS)
-        _write(response, events, items, ring=not terminal.get("deleted_with_it", False))
+        _write_many([Batch(response, "", events, items)], ring=not terminal.get("deleted_with_it", False))
     return response
 
 
-def insert_events(response: Response, events: list[dict[str, Any]], texts: list[str] | None = None) -> None:
-    """The events' rows, inserted from the cursor: a batch is most of what a worker does,
-    and bulk_create's model instances and (on PostgreSQL) its arrays of JSON text, quoted
-    in Python, took half of a worker's CPU. On PostgreSQL a COPY (psycopg's executemany is
+def insert_events(response: Response, events: list[dict[str, Any]]) -> None:
+    """The events' rows (a create's response.created)."""
+    _insert_event_rows(_event_rows(response, events, [event_json(event) for event in events]))
+
+
+def _event_rows(response: Response, events: list[dict[str, Any]], texts: list[str]) -> list[tuple[Any, ...]]:
+    created_at = connection.ops.adapt_datetimefield_value(timezone.now())
+    return [(response.pk, event["sequence_number"], event["type"], text, created_at)
+            for event, text in zip(events, texts, strict=True)]
+
+
+def _insert_event_rows(rows: list[tuple[Any, ...]]) -> None:
+    """Event rows inserted from the cursor: a batch is most of what a worker does, and
+    bulk_create's model instances and (on PostgreSQL) its arrays of JSON text, quoted in
+    Python, took half of a worker's CPU. On PostgreSQL a COPY (psycopg's executemany is
     still one statement per row in its pipeline: 14 µs of the worker's CPU per event, the
     COPY 6); elsewhere sqlite3's executemany, which loops in C."""
-    if not events:
+    if not rows:
         return
-    created_at = connection.ops.adapt_datetimefield_value(timezone.now())
-    texts = texts or [event_json(event) for event in events]
-    rows = [(response.pk, event["sequence_number"], event["type"], text, created_at)
-            for event, text in zip(events, texts, strict=True)]
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
             cursor.executemany(INSERT_EVENT, rows)
@@ -167,19 +219,27 @@ def insert_events(response: Response, events: list[dict[str, Any]], texts: list[
                 copy.write_row(row)
 
 
-def _write(response: Response, events: list[dict[str, Any]], items: list[tuple[int, dict[str, Any]]],
-           ring: bool = True) -> None:
-    """Inside the caller's transaction: insert events, upsert items, ring once it commits
-    (with the events' frames, for the live readers) unless ``ring`` is False."""
-    texts = [event_json(event) for event in events]
-    insert_events(response, events, texts)
-    if items:
-        rows = [(response.pk, output_index, item["id"], item["type"], item.get("status", ""),
-                 connection.ops.adapt_json_value(item, None)) for output_index, item in items]
+def _write_many(batches: list[Batch], ring: bool = True) -> None:
+    """Inside the caller's transaction: insert the batches' events, upsert their items, and
+    once it commits ring each response's doorbell with its events' frames (for the live
+    readers), unless ``ring`` is False."""
+    event_rows: list[tuple[Any, ...]] = []
+    item_rows: list[tuple[Any, ...]] = []
+    rings: list[tuple[str, doorbell.Pushed]] = []
+    for batch in batches:
+        texts = [event_json(event) for event in batch.events]
+        event_rows += _event_rows(batch.response, batch.events, texts)
+        item_rows += [(batch.response.pk, output_index, item["id"], item["type"], item.get("status", ""),
+                       connection.ops.adapt_json_value(item, None)) for output_index, item in batch.items]
+        if batch.events and ring:
+            events = batch.events
+            frames = b"".join(frame(event["type"], text) for event, text in zip(events, texts, strict=True))
+            rings.append((batch.response.pk, doorbell.Pushed(events[0]["sequence_number"],
+                                                             events[-1]["sequence_number"],
+                                                             events[-1]["type"] in TERMINAL_EVENT_TYPES, frames)))
+    _insert_event_rows(event_rows)
+    if item_rows:
         with connection.cursor() as cursor:
-            cursor.executemany(UPSERT_ITEM, rows)
-    if events and ring:
-        frames = b"".join(frame(event["type"], text) for event, text in zip(events, texts, strict=True))
-        pushed = doorbell.Pushed(events[0]["sequence_number"], events[-1]["sequence_number"],
-                                 events[-1]["type"] in TERMINAL_EVENT_TYPES, frames)
-        transaction.on_commit(lambda: doorbell.ring(response.pk, pushed.last, pushed))
+            cursor.executemany(UPSERT_ITEM, item_rows)
+    if rings:
+        transaction.on_commit(lambda: doorbell.ring_many(rings))

@@ -23,7 +23,8 @@ from responses_app.lib.db_outage import DATABASE_DOWN, RETRY_INTERVAL_S, reconne
 from responses_app.models import Response, ResponseStatus
 from responses_app.services.ended import end_response
 from responses_app.stream.builder import EventBuilder
-from responses_app.stream.store import LeaseLost, save_events
+from responses_app.stream.store import Batch, LeaseLost
+from responses_app.worker import group_commit
 from responses_app.worker.cancel_watch import cancel_watch
 
 log = logging.getLogger(__name__)
@@ -72,7 +73,7 @@ class BatchWriter:
         broke = False
         while True:
             try:
-                cancel = save_events(self.response, self.owner, events, items)
+                cancel = group_commit.save(Batch(self.response, self.owner, events, items))
                 break
             except IntegrityError:
                 # After a broken connection the commit may have landed without our hearing of it.

@@ -1,0 +1,84 @@
+"""Batches of several responses committed together (stream/store.save_group, through a
+worker process's committer thread, worker/group_commit.py): each response gets what a
+commit of its own would give it, and one response's failure stays its own."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import IntegrityError
+
+from responses_app.dispatch import task_queue
+from responses_app.harmony.parser import ContentDelta, MessageStarted
+from responses_app.models import Response, ResponseEvent, ResponseStatus
+from responses_app.services.create import create_response
+from responses_app.stream.builder import EventBuilder
+from responses_app.stream.store import Batch, LeaseLost, save_group
+from responses_app.tenancy.api_keys import create_api_key
+from responses_app.validation.create import parse_create_request
+from responses_app.worker import group_commit
+from responses_app.worker.claim import claim
+
+# Committed rows: the committer thread has a connection of its own.
+pytestmark = [pytest.mark.usefixtures("db_access"), pytest.mark.core]
+OWNER = "test-group-worker"
+
+
+@pytest.fixture(autouse=True)
+def no_broker(monkeypatch) -> None:
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: None)
+
+
+def batch(words: int) -> tuple[Batch, EventBuilder]:
+    """A claimed response's next batch: in_progress, a message and ``words`` deltas."""
+    tenant = create_api_key("group")[0].tenant
+    response = claim(create_response(tenant, parse_create_request({"model": "echo", "input": "hi"})).pk, OWNER)
+    builder = EventBuilder(response, next_sequence_number=1)
+    builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
+    builder.apply(MessageStarted(kind="message", recipient=None, name=None))
+    for n in range(words):
+        builder.apply(ContentDelta(text=f"w{n} "))
+    events, items = builder.drain()
+    return Batch(response, OWNER, events, items), builder
+
+
+def committed_sequence(response: Response) -> list[int]:
+    return list(ResponseEvent.objects.filter(response=response).order_by("sequence_number")
+                .values_list("sequence_number", flat=True))
+
+
+def test_one_transaction_gives_each_response_its_cancel_flag_and_writes_none_of_a_lost_lease():
+    plain, cancelled, lost = batch(3)[0], batch(2)[0], batch(4)[0]
+    Response.objects.filter(pk=cancelled.response.pk).update(cancel_requested=True)
+    Response.objects.filter(pk=lost.response.pk).update(lease_owner="someone-else")
+
+    renewed = save_group([plain, cancelled, lost])
+
+    assert renewed == {plain.response.pk: False, cancelled.response.pk: True}
+    for held in (plain, cancelled):
+        row = Response.objects.get(pk=held.response.pk)
+        assert row.last_sequence_number == held.events[-1]["sequence_number"] == held.response.last_sequence_number
+        assert committed_sequence(row) == list(range(held.events[-1]["sequence_number"] + 1))
+        assert row.output_items.get().data["content"][0]["text"] == held.items[-1][1]["content"][0]["text"]
+    assert committed_sequence(lost.response) == [0]  # only response.created, from the create
+    assert Response.objects.get(pk=lost.response.pk).last_sequence_number == 0
+
+
+def test_the_committer_hands_each_writer_its_own_result_and_a_failing_batch_fails_alone():
+    good, _ = batch(2)
+    duplicate, builder = batch(2)
+    assert group_commit.save(duplicate) is False
+    # The same sequence numbers again (as after a commit that landed unheard): that batch
+    # fails the group's transaction; the committer then commits each batch on its own.
+    again = Batch(duplicate.response, OWNER, duplicate.events, duplicate.items)
+    lost, _ = batch(1)
+    Response.objects.filter(pk=lost.response.pk).update(lease_owner="someone-else")
+    committer = group_commit.group_committer()
+    handed = [group_commit._Handed(one) for one in (good, again, lost)]
+    committer._commit(handed)
+
+    assert handed[0].cancel.result() is False
+    assert committed_sequence(good.response) == list(range(good.events[-1]["sequence_number"] + 1))
+    with pytest.raises(IntegrityError):
+        handed[1].cancel.result()
+    with pytest.raises(LeaseLost):
+        handed[2].cancel.result()
