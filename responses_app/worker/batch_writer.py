@@ -1,7 +1,8 @@
 """A worker's writes for one response: its events in batches, its lease, its end.
 
-The builder's events are committed at most EVENT_FLUSH_INTERVAL_S after they appear; the
-lease is renewed at least every LEASE_RENEW_S; the cancel flag is read from the process's
+The builder's events are committed at most EVENT_FLUSH_INTERVAL_S after they appear, with
+the other responses' batches of this process (worker/group_commit.py); the lease is
+renewed at least every LEASE_RENEW_S; the cancel flag is read from the process's
 cancel watch in between, so a cancel is noticed within a second.
 
 A database restart is ridden out: a batch that could not be committed is kept and tried
