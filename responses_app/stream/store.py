@@ -32,23 +32,20 @@ EVENT_COLUMNS = f"{ResponseEvent._meta.db_table} (response_id, sequence_number, 
 INSERT_EVENT = f"INSERT INTO {EVENT_COLUMNS} VALUES (%s, %s, %s, %s, %s)"
 COPY_EVENTS = f"COPY {EVENT_COLUMNS} FROM STDIN"
 # A batch's statements, written out (the ORM's compiling of them cost more of a worker's CPU
-# than running them): the lease renewed and the cancel flag read in one statement, and each
+# than running them): every lease of a group renewed and its cancel flag read in one
+# statement (the VALUES rows are (id, owner, last sequence number or NULL for a batch without
+# events, which leaves it), named column1..3 by PostgreSQL and SQLite alike), and each
 # changed item written whether or not it has a row yet.
-_RENEW_LEASE = (f"UPDATE {Response._meta.db_table} SET lease_expires_at = %s{{}} WHERE id = %s AND lease_owner = %s "
-                "RETURNING cancel_requested")
-RENEW_LEASE_ONLY = _RENEW_LEASE.format("")
-RENEW_LEASE_AFTER_EVENTS = _RENEW_LEASE.format(", last_sequence_number = %s")
+_TABLE = Response._meta.db_table
+RENEW_LEASES = (f"UPDATE {_TABLE} SET lease_expires_at = %s, "
+                f"last_sequence_number = COALESCE(v.column3, {_TABLE}.last_sequence_number) FROM (VALUES {{}}) "
+                f"AS v WHERE {_TABLE}.id = v.column1 AND {_TABLE}.lease_owner = v.column2 "
+                f"RETURNING {_TABLE}.id, {_TABLE}.cancel_requested")
+LEASE_ROW = "(%s, %s, CAST(%s AS BIGINT))"
 UPSERT_ITEM = (f"INSERT INTO {OutputItem._meta.db_table} (response_id, output_index, item_id, item_type, status, "
                "data) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (response_id, output_index) DO UPDATE SET "
                "item_id = excluded.item_id, item_type = excluded.item_type, status = excluded.status, "
                "data = excluded.data")
-# Several responses' leases in one statement (save_group): the VALUES rows are (id, owner,
-# last sequence number), named column1..3 by PostgreSQL and SQLite alike.
-_TABLE = Response._meta.db_table
-RENEW_LEASES = (f"UPDATE {_TABLE} SET lease_expires_at = %s, last_sequence_number = v.column3 FROM (VALUES {{}}) "
-                f"AS v WHERE {_TABLE}.id = v.column1 AND {_TABLE}.lease_owner = v.column2 "
-                f"RETURNING {_TABLE}.id, {_TABLE}.cancel_requested")
-LEASE_ROW = "(%s, %s, CAST(%s AS BIGINT))"
 # The row's fields that end_response writes.
 TERMINAL_FIELDS = ("status", "error", "incomplete_details", "usage", "completed_at", "last_sequence_number",
                    "lease_owner", "lease_expires_at")
@@ -68,25 +65,6 @@ def save_batch(response: Response, owner: str, builder: EventBuilder) -> bool:
     return save_events(response, owner, events, items)
 
 
-def save_events(response: Response, owner: str, events: list[dict[str, Any]],
-                items: list[tuple[int, dict[str, Any]]]) -> bool:
-    """save_batch for events and items already drained from the builder, so that a writer
-    can try them again when the database broke before they were committed."""
-    lease_expires_at = timezone.now() + timedelta(seconds=settings.LEASE_TTL_S)
-    renewal = [connection.ops.adapt_datetimefield_value(lease_expires_at)]
-    if events:
-        renewal.append(events[-1]["sequence_number"])
-    started = time.perf_counter()
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(RENEW_LEASE_AFTER_EVENTS if events else RENEW_LEASE_ONLY, [*renewal, response.pk, owner])
-        renewed = cursor.fetchone()
-        if renewed is None:
-            raise LeaseLost(response.pk)
-        _write_many([Batch(response, owner, events, items)])
-    _committed(Batch(response, owner, events, items), lease_expires_at, time.perf_counter() - started)
-    return bool(renewed[0])
-
-
 @dataclass
 class Batch:
     """One response's events and items drained from its builder, and its lease holder."""
@@ -95,6 +73,16 @@ class Batch:
     owner: str
     events: list[dict[str, Any]]
     items: list[tuple[int, dict[str, Any]]]
+
+
+def save_events(response: Response, owner: str, events: list[dict[str, Any]],
+                items: list[tuple[int, dict[str, Any]]]) -> bool:
+    """save_batch for events and items already drained from the builder, so that a writer
+    can try them again when the database broke before they were committed: a group of one."""
+    renewed = save_group([Batch(response, owner, events, items)])
+    if response.pk not in renewed:
+        raise LeaseLost(response.pk)
+    return renewed[response.pk]
 
 
 def save_group(batches: list[Batch]) -> dict[str, bool]:
@@ -106,8 +94,7 @@ def save_group(batches: list[Batch]) -> dict[str, bool]:
     lease_expires_at = timezone.now() + timedelta(seconds=settings.LEASE_TTL_S)
     params: list[Any] = [connection.ops.adapt_datetimefield_value(lease_expires_at)]
     for batch in batches:
-        last = batch.events[-1]["sequence_number"] if batch.events else batch.response.last_sequence_number
-        params += [batch.response.pk, batch.owner, last]
+        params += [batch.response.pk, batch.owner, batch.events[-1]["sequence_number"] if batch.events else None]
     started = time.perf_counter()
     with transaction.atomic(), connection.cursor() as cursor:
         cursor.execute(RENEW_LEASES.format(", ".join([LEASE_ROW] * len(batches))), params)
@@ -116,15 +103,11 @@ def save_group(batches: list[Batch]) -> dict[str, bool]:
         _write_many(held)
     seconds = time.perf_counter() - started
     for batch in held:
-        _committed(batch, lease_expires_at, seconds)
+        recorder.batch_committed(batch.response, batch.events, seconds)
+        batch.response.lease_expires_at = lease_expires_at
+        if batch.events:
+            batch.response.last_sequence_number = batch.events[-1]["sequence_number"]
     return renewed
-
-
-def _committed(batch: Batch, lease_expires_at: datetime, seconds: float) -> None:
-    recorder.batch_committed(batch.response, batch.events, seconds)
-    batch.response.lease_expires_at = lease_expires_at
-    if batch.events:
-        batch.response.last_sequence_number = batch.events[-1]["sequence_number"]
 
 
 class Terminal(TypedDict, total=False):

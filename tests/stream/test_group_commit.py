@@ -82,3 +82,16 @@ def test_the_committer_hands_each_writer_its_own_result_and_a_failing_batch_fail
         handed[1].cancel.result()
     with pytest.raises(LeaseLost):
         handed[2].cancel.result()
+
+
+def test_a_batch_without_events_renews_the_lease_and_leaves_the_last_sequence_number():
+    written, _ = batch(3)
+    save_group([written])
+    last = written.events[-1]["sequence_number"]
+    # The writer's copy may lag the row (a commit that landed unheard): a renewal alone
+    # must not take the row back to it.
+    written.response.last_sequence_number = 0
+    before = Response.objects.get(pk=written.response.pk).lease_expires_at
+    assert save_group([Batch(written.response, OWNER, [], [])]) == {written.response.pk: False}
+    row = Response.objects.get(pk=written.response.pk)
+    assert row.last_sequence_number == last and row.lease_expires_at > before
