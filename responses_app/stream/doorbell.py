@@ -76,11 +76,8 @@ def ring(response_id: str, last_sequence_number: int, pushed: Pushed | None = No
     readers also poll the database."""
     if _ring_cooldown.active:
         return
-    message = str(last_sequence_number).encode()
-    if pushed is not None and len(pushed.data) <= MAX_PUSHED_BYTES:
-        message = pushed.message()
     try:
-        shared_client().publish(channel_name(response_id), message)
+        shared_client().publish(channel_name(response_id), _message(last_sequence_number, pushed))
     except redis.RedisError as error:
         _ring_failed(response_id, error)
         return
@@ -93,14 +90,21 @@ def ring_many(rings: list[tuple[str, Pushed]]) -> None:
         return
     pipeline = shared_client().pipeline(transaction=False)
     for response_id, pushed in rings:
-        message = pushed.message() if len(pushed.data) <= MAX_PUSHED_BYTES else str(pushed.last).encode()
-        pipeline.publish(channel_name(response_id), message)
+        pipeline.publish(channel_name(response_id), _message(pushed.last, pushed))
     try:
         pipeline.execute()
     except redis.RedisError as error:
         _ring_failed(rings[0][0], error)
         return
     _ring_cooldown.succeeded()
+
+
+def _message(last_sequence_number: int, pushed: Pushed | None) -> bytes:
+    """A ring's message: the commit's frames, or only its last sequence number when it has
+    none or they are over MAX_PUSHED_BYTES."""
+    if pushed is not None and len(pushed.data) <= MAX_PUSHED_BYTES:
+        return pushed.message()
+    return str(last_sequence_number).encode()
 
 
 def _ring_failed(response_id: str, error: redis.RedisError) -> None:
