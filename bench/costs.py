@@ -425,6 +425,8 @@ def measure_serving(web: WebLoop, key: str) -> dict[str, Any]:
         _, live_frames, _ = web.run(web.request("GET", f"/v1/responses/{response_id}", key,
                                                 query="stream=true&starting_after=-1"))
         worker.join()
+    # Per token as well: with MERGE_STREAM_DELTAS an event carries a commit's tokens.
+    tokens = _output_tokens(response_id)
     calibration = calibration_ms()
     replays, replay_frames = 5, 0
     web.run(web.request("GET", f"/v1/responses/{response_id}", key, query="stream=true"))  # packs, caches
@@ -434,15 +436,24 @@ def measure_serving(web: WebLoop, key: str) -> dict[str, Any]:
                                                  query="stream=true"))[1]
     calibration = (calibration + calibration_ms()) / 2
     live_ms, replay_ms = live["cpu"] / live_frames * 1e6, replay["cpu"] / replay_frames * 1e6
-    return {"events": live_frames, "calibration_ms": calibration, "live_ms_per_1000": live_ms,
+    live_token_ms, replay_token_ms = live["cpu"] / tokens * 1e6, replay["cpu"] / (tokens * replays) * 1e6
+    return {"events": live_frames, "tokens": tokens, "calibration_ms": calibration, "live_ms_per_1000": live_ms,
             "replay_ms_per_1000": replay_ms, "scaled_live_ms_per_1000": scaled(live_ms, calibration),
-            "scaled_replay_ms_per_1000": scaled(replay_ms, calibration)}
+            "scaled_replay_ms_per_1000": scaled(replay_ms, calibration),
+            "scaled_live_ms_per_1000_tokens": scaled(live_token_ms, calibration),
+            "scaled_replay_ms_per_1000_tokens": scaled(replay_token_ms, calibration)}
 
 
 def _newest_response_id() -> str:
     from responses_app.models import Response
 
     return Response.objects.order_by("-created_at").values_list("pk", flat=True).first()
+
+
+def _output_tokens(response_id: str) -> int:
+    from responses_app.models import Response
+
+    return Response.objects.get(pk=response_id).usage["output_tokens"]
 
 
 @contextmanager
@@ -665,7 +676,9 @@ def report(database: str, figures: dict[str, Any]) -> None:
     serve = figures["serve"]
     print(f"  web, serving {serve['events']} events: live reader {serve['scaled_live_ms_per_1000']:.1f} ms/1000 "
           f"events, replay {serve['scaled_replay_ms_per_1000']:.1f}; measured {serve['live_ms_per_1000']:.1f} and "
-          f"{serve['replay_ms_per_1000']:.1f}, calibration {serve['calibration_ms']:.1f} ms", flush=True)
+          f"{serve['replay_ms_per_1000']:.1f}, calibration {serve['calibration_ms']:.1f} ms; per 1000 of its "
+          f"{serve['tokens']} tokens: live reader {serve['scaled_live_ms_per_1000_tokens']:.1f} ms, replay "
+          f"{serve['scaled_replay_ms_per_1000_tokens']:.1f}", flush=True)
 
 
 def node_ceiling(levels: dict[Any, dict[str, Any]]) -> int:

@@ -214,6 +214,10 @@ RESPONSE_UNCLAIMED_FAIL_AFTER_S = env_float("RESPONSE_UNCLAIMED_FAIL_AFTER_S", 3
 RESPONSE_MAX_ATTEMPTS = int(os.environ.get("RESPONSE_MAX_ATTEMPTS", "3"))
 # Events are committed at most this long after they are produced.
 EVENT_FLUSH_INTERVAL_S = env_float("EVENT_FLUSH_INTERVAL_S", 0.05)
+# An item's text deltas that are committed together are one delta event (a reader gets a
+# commit's events at once, so more of them would only cost CPU and bytes); off: one delta
+# event per token, as OpenAI streams them (stream/builder.py).
+MERGE_STREAM_DELTAS = env_bool("MERGE_STREAM_DELTAS", True)
 SSE_KEEPALIVE_S = env_float("SSE_KEEPALIVE_S", 15.0)
 # The Responses WebSocket: a foreground response whose socket went away is cancelled when
 # no socket of its session resumes it within WS_RESUME_GRACE_S (the SDK's reconnect, five

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from django.conf import settings
 from openai import BaseModel
 from openai.types import responses as types
 
@@ -96,6 +97,7 @@ class EventBuilder:
         self.summarizes = bool((response.request.get("reasoning") or {}).get("summary"))
         self._summarizing = False
         self.annotator: Annotator | None = None
+        self._merges_deltas = settings.MERGE_STREAM_DELTAS
 
     # --- lifecycle ---------------------------------------------------------------------
 
@@ -243,6 +245,14 @@ class EventBuilder:
                 part_logprobs = [_part_logprob(entry) for entry in logprobs]
                 item["content"][0]["logprobs"].extend(part_logprobs)
                 event_logprobs = [_event_logprob(entry) for entry in part_logprobs]
+        pending = self._pending_events[-1] if self._pending_events and self._merges_deltas else None
+        if pending is not None and pending["type"] == DELTA_EVENT[item["type"]] and pending["item_id"] == item["id"]:
+            # The same item's delta is still to be committed: this text joins it (one event
+            # per commit and item rather than per token; its logprobs are its tokens').
+            pending["delta"] += text
+            if event_logprobs:
+                pending["logprobs"].extend(event_logprobs)
+            return
         self._pending_events.append(delta_event(DELTA_EVENT[item["type"]], self.next_sequence_number, item["id"],
                                                 index, text, event_logprobs))
         self.next_sequence_number += 1

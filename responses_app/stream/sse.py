@@ -3,10 +3,10 @@ frames them (``event:`` and ``data:`` lines, no ``id:``, no ``[DONE]``)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 from django.http import StreamingHttpResponse
 from openai.types.responses import ResponseErrorEvent
 
@@ -14,8 +14,10 @@ KEEPALIVE_FRAME = b": keep-alive\n\n"
 
 
 def event_json(event: dict[str, Any]) -> str:
-    """An event's JSON as it is stored and sent."""
-    return json.dumps(event, separators=(",", ":"))
+    """An event's JSON as it is stored and sent: compact, UTF-8 as OpenAI sends it (no
+    \\u escapes), encoded by orjson, which takes a fifth of the standard library's CPU
+    and a worker encodes every token's event."""
+    return orjson.dumps(event, option=orjson.OPT_NON_STR_KEYS).decode()
 
 
 def frame(event_type: str, data: str) -> bytes:

@@ -21,12 +21,16 @@ from tests.helpers import (
     wait_until,
 )
 
-# About fifty events: lifecycle, a reasoning item and a message with ~20 deltas each.
+# About fifty events when each token is committed apart: lifecycle, a reasoning item and a
+# message with ~20 deltas each.
 FIFTY_EVENT_SCRIPT = reasoning_and_answer(
     "The user wants a slightly longer answer, so I will write out a few more words now.",
     "Here is a slightly longer answer, written token by token for the resume test, with a few more words.",
 )
 SLOW = {"echo_token_delay_ms": "40"}
+# A token every 60 ms, more than the stack's 50 ms flush: each delta is committed apart
+# (an item's deltas committed together are one event).
+TOKEN_PER_COMMIT = {"echo_token_delay_ms": "60"}
 
 
 def replay(client: openai.OpenAI, response_id: str, starting_after: int | None = None) -> list[dict]:
@@ -37,8 +41,9 @@ def replay(client: openai.OpenAI, response_id: str, starting_after: int | None =
 
 @pytest.mark.core
 def test_replay_from_every_sequence_number_equals_the_tail_of_the_full_stream(alice):
-    live = events_of(alice.responses.create(model="echo", input=FIFTY_EVENT_SCRIPT, stream=True, background=True))
-    assert len(live) >= 50 and live[-1]["type"] == "response.completed"
+    live = events_of(alice.responses.create(model="echo", input=FIFTY_EVENT_SCRIPT, stream=True, background=True,
+                                            metadata=TOKEN_PER_COMMIT))
+    assert len(live) >= 40 and live[-1]["type"] == "response.completed"
     assert_dense(live)
     response_id = live[0]["response"]["id"]
     assert replay(alice, response_id) == live
@@ -47,12 +52,26 @@ def test_replay_from_every_sequence_number_equals_the_tail_of_the_full_stream(al
 
 
 @pytest.mark.core
+def test_an_items_tokens_committed_together_are_one_delta_that_the_sdk_accumulates(alice):
+    with alice.responses.stream(model="echo", input=FIFTY_EVENT_SCRIPT) as stream:
+        events = [event.to_dict() for event in stream]
+        final = stream.get_final_response()
+    deltas = [event["delta"] for event in events if event["type"] == "response.output_text.delta"]
+    answer_tokens = final.usage.output_tokens - final.usage.output_tokens_details.reasoning_tokens
+
+    assert "".join(deltas) == final.output_text and final.output_text.startswith("Here is a slightly")
+    assert 1 <= len(deltas) and len(deltas) * 2 <= answer_tokens  # the echo engine's tokens come at once
+    assert_dense(events)
+
+
+@pytest.mark.core
 def test_break_after_k_events_and_resume_equals_the_uninterrupted_stream_for_every_k(alice):
-    count = len(events_of(alice.responses.create(model="echo", input=FIFTY_EVENT_SCRIPT, stream=True)))
-    assert count >= 50
-    for k in range(1, count):
+    # How many events a response has depends on how its tokens fell into commits: k runs
+    # until it has broken off before each event of the response at hand.
+    k, count = 1, 2
+    while k < count:
         stream = alice.responses.create(model="echo", input=FIFTY_EVENT_SCRIPT, stream=True, background=True,
-                                        metadata={"echo_token_delay_ms": "2"})
+                                        metadata={"echo_token_delay_ms": "10"})
         prefix = take(stream, k)
         response_id = prefix[0]["response"]["id"]
         resumed = replay(alice, response_id, starting_after=prefix[-1]["sequence_number"])
@@ -60,6 +79,8 @@ def test_break_after_k_events_and_resume_equals_the_uninterrupted_stream_for_eve
         assert prefix + resumed == full, k
         assert_dense(full)
         assert full[-1]["type"] == "response.completed"
+        count, k = len(full), k + 1
+    assert count >= 15
 
 
 def test_resume_after_the_web_process_is_killed_mid_stream(alice, stack):

@@ -51,7 +51,8 @@ def assert_valid_stream_events(events: list[dict[str, Any]]) -> None:
         assert parsed.type == event["type"]
 
 
-def test_reasoning_message_and_function_call_stream_in_openai_order():
+def test_reasoning_message_and_function_call_stream_in_openai_order(settings):
+    settings.MERGE_STREAM_DELTAS = False  # one delta event per delta, as OpenAI streams them
     _, events = build(REASONING + MESSAGE + FUNCTION_CALL)
 
     assert [(e["type"], e.get("output_index")) for e in events] == [
@@ -249,11 +250,43 @@ def test_a_delta_built_without_validation_is_the_sdk_types_dump_byte_for_byte(ev
     assert event_json(fast) == event_json(validated)
 
 
+def test_an_items_deltas_committed_together_are_one_event_and_the_numbers_stay_dense():
+    builder = EventBuilder(unsaved_response(), next_sequence_number=0)
+    for step in REASONING + MESSAGE[:2]:
+        builder.apply(step)
+    first, _ = builder.drain()  # a commit between an item's deltas
+    for step in MESSAGE[2:] + FUNCTION_CALL:
+        builder.apply(step)
+    second, _ = builder.drain()
+    events = first + second
+
+    assert [event["sequence_number"] for event in events] == list(range(len(events)))
+    deltas = [(event["type"], event["delta"]) for event in events if event["type"].endswith(".delta")]
+    assert deltas == [("response.reasoning_text.delta", "Let me think."), ("response.output_text.delta", "Hello, "),
+                      ("response.output_text.delta", "world."),
+                      ("response.function_call_arguments.delta", '{"city":"Paris"}')]
+    assert_valid_stream_events(events)
+
+
+def test_a_merged_text_delta_carries_the_logprobs_of_all_its_tokens():
+    builder = EventBuilder(unsaved_response(), next_sequence_number=0)
+    builder.apply(MessageStarted("message", None, None))
+    builder.apply(ContentDelta("Hel"), logprobs=[[(13225, -0.5), (200, -1.5)]])
+    builder.apply(ContentDelta("lo"), logprobs=[[(385, -0.25)]])
+    events, _ = builder.drain()
+
+    (delta,) = [event for event in events if event["type"] == "response.output_text.delta"]
+    assert delta["delta"] == "Hello"
+    assert [entry["logprob"] for entry in delta["logprobs"]] == [-0.5, -0.25]
+    assert [len(entry["top_logprobs"]) for entry in delta["logprobs"]] == [1, 0]
+    assert_valid_stream_events(events)
+
+
 def test_the_builders_deltas_are_the_fast_ones():
     _, events = build(REASONING + MESSAGE + FUNCTION_CALL)
     deltas = [event for event in events if event["type"].endswith(".delta")]
-    assert [event["type"] for event in deltas] == ["response.reasoning_text.delta"] * 2 + [
-        "response.output_text.delta"] * 2 + ["response.function_call_arguments.delta"] * 2
+    assert [event["type"] for event in deltas] == ["response.reasoning_text.delta", "response.output_text.delta",
+                                                  "response.function_call_arguments.delta"]
     for event in deltas:
         event_class, extra = DELTA_CLASSES[event["type"]]
         fields = {key: event[key] for key in ("type", "sequence_number", "item_id", "output_index", "delta")}
