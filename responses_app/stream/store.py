@@ -29,8 +29,13 @@ from responses_app.stream.builder import EventBuilder
 from responses_app.stream.sse import event_json, frame
 
 EVENT_COLUMNS = f"{ResponseEvent._meta.db_table} (response_id, sequence_number, type, data, created_at)"
-INSERT_EVENT = f"INSERT INTO {EVENT_COLUMNS} VALUES (%s, %s, %s, %s, %s)"
+INSERT_EVENTS = f"INSERT INTO {EVENT_COLUMNS} VALUES "
+EVENT_ROW = "(%s, %s, %s, %s, %s)"
+INSERT_EVENT = INSERT_EVENTS + EVENT_ROW
 COPY_EVENTS = f"COPY {EVENT_COLUMNS} FROM STDIN"
+# Fewer rows than this go in one multi-row INSERT: a COPY's own exchanges cost more than a
+# statement's (with merged deltas a batch holds a few events).
+COPY_FROM_ROWS = 32
 # A batch's statements, written out (the ORM's compiling of them cost more of a worker's CPU
 # than running them): every lease of a group renewed and its cancel flag read in one
 # statement (the VALUES rows are (id, owner, last sequence number or NULL for a batch without
@@ -189,12 +194,16 @@ def _insert_event_rows(rows: list[tuple[Any, ...]]) -> None:
     bulk_create's model instances and (on PostgreSQL) its arrays of JSON text, quoted in
     Python, took half of a worker's CPU. On PostgreSQL a COPY (psycopg's executemany is
     still one statement per row in its pipeline: 14 µs of the worker's CPU per event, the
-    COPY 6); elsewhere sqlite3's executemany, which loops in C."""
+    COPY 6), or one multi-row INSERT for a few rows; elsewhere sqlite3's executemany,
+    which loops in C."""
     if not rows:
         return
     with connection.cursor() as cursor:
         if connection.vendor != "postgresql":
             cursor.executemany(INSERT_EVENT, rows)
+            return
+        if len(rows) < COPY_FROM_ROWS:
+            cursor.execute(INSERT_EVENTS + ", ".join([EVENT_ROW] * len(rows)), [value for row in rows for value in row])
             return
         # Django's error classes, as for any statement (IntegrityError, OperationalError).
         with connection.wrap_database_errors, cursor.cursor.copy(COPY_EVENTS) as copy:

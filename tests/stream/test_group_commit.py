@@ -12,6 +12,7 @@ from responses_app.harmony.parser import ContentDelta, MessageStarted
 from responses_app.models import Response, ResponseEvent, ResponseStatus
 from responses_app.services.create import create_response
 from responses_app.stream.builder import EventBuilder
+from responses_app.stream.sse import event_json
 from responses_app.stream.store import Batch, LeaseLost, save_group
 from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
@@ -61,6 +62,20 @@ def test_one_transaction_gives_each_response_its_cancel_flag_and_writes_none_of_
         assert row.output_items.get().data["content"][0]["text"] == held.items[-1][1]["content"][0]["text"]
     assert committed_sequence(lost.response) == [0]  # only response.created, from the create
     assert Response.objects.get(pk=lost.response.pk).last_sequence_number == 0
+
+
+@pytest.mark.parametrize("words", [2, 100])
+def test_a_few_events_and_many_are_stored_alike(settings, words):
+    """A few rows go in one multi-row INSERT, many (on PostgreSQL) in a COPY."""
+    settings.MERGE_STREAM_DELTAS = False  # a delta event per word
+    held, _ = batch(words)
+    assert len(held.events) == words + 3
+
+    assert save_group([held]) == {held.response.pk: False}
+
+    stored = ResponseEvent.objects.filter(response=held.response, sequence_number__gte=1).order_by("sequence_number")
+    assert [(row.sequence_number, row.type, row.data) for row in stored] == [
+        (event["sequence_number"], event["type"], event_json(event)) for event in held.events]
 
 
 def test_the_committer_hands_each_writer_its_own_result_and_a_failing_batch_fails_alone():
