@@ -47,10 +47,19 @@ RENEW_LEASES = (f"UPDATE {_TABLE} SET lease_expires_at = %s, "
                 f"AS v WHERE {_TABLE}.id = v.column1 AND {_TABLE}.lease_owner = v.column2 "
                 f"RETURNING {_TABLE}.id, {_TABLE}.cancel_requested")
 LEASE_ROW = "(%s, %s, CAST(%s AS BIGINT))"
-UPSERT_ITEM = (f"INSERT INTO {OutputItem._meta.db_table} (response_id, output_index, item_id, item_type, status, "
-               "data) VALUES (%s, %s, %s, %s, %s, %s) ON CONFLICT (response_id, output_index) DO UPDATE SET "
-               "item_id = excluded.item_id, item_type = excluded.item_type, status = excluded.status, "
-               "data = excluded.data")
+ITEM_COLUMNS = f"{OutputItem._meta.db_table} (response_id, output_index, item_id, item_type, status, data)"
+ITEM_ROW = "(%s, %s, %s, %s, %s, %s)"
+ITEM_CONFLICT = ("ON CONFLICT (response_id, output_index) DO UPDATE SET item_id = excluded.item_id, "
+                 "item_type = excluded.item_type, status = excluded.status, data = excluded.data")
+UPSERT_ITEM = f"INSERT INTO {ITEM_COLUMNS} VALUES {ITEM_ROW} {ITEM_CONFLICT}"
+# On PostgreSQL a group is one statement, run on its own (no BEGIN and COMMIT: a statement
+# is atomic): the leases renewed as above, and only the events and items of the responses
+# whose lease held written, in data-modifying CTEs. Each statement costs a worker about
+# 150 µs of CPU, and a group in a transaction took five.
+GROUP_EVENTS = (f", events AS (INSERT INTO {EVENT_COLUMNS} SELECT * FROM (VALUES {{}}) AS e "
+                "WHERE e.column1 IN (SELECT id FROM renewed))")
+GROUP_ITEMS = (f", items AS (INSERT INTO {ITEM_COLUMNS} SELECT * FROM (VALUES {{}}) AS i "
+               f"WHERE i.column1 IN (SELECT id FROM renewed) {ITEM_CONFLICT})")
 # The row's fields that end_response writes.
 TERMINAL_FIELDS = ("status", "error", "incomplete_details", "usage", "completed_at", "last_sequence_number",
                    "lease_owner", "lease_expires_at")
@@ -91,21 +100,27 @@ def save_events(response: Response, owner: str, events: list[dict[str, Any]],
 
 
 def save_group(batches: list[Batch]) -> dict[str, bool]:
-    """save_events for several responses (one batch each) in one transaction: one statement
-    renews all the leases, one writes all the events, one all the items, one commit, and
-    the doorbells ring in one round trip. Returns the cancel flag of each response whose
+    """save_events for several responses (one batch each) at once: on PostgreSQL one
+    statement (the leases, the events, the items), elsewhere one transaction (a statement
+    renews all the leases, one writes all the events, one all the items); the doorbells
+    ring in one round trip. Returns the cancel flag of each response whose
     lease held, by id; a response missing from it lost its lease, and nothing of it is
     written. A failing statement fails the whole group (nothing is written)."""
     lease_expires_at = timezone.now() + timedelta(seconds=settings.LEASE_TTL_S)
     params: list[Any] = [connection.ops.adapt_datetimefield_value(lease_expires_at)]
     for batch in batches:
         params += [batch.response.pk, batch.owner, batch.events[-1]["sequence_number"] if batch.events else None]
+    renew = RENEW_LEASES.format(", ".join([LEASE_ROW] * len(batches)))
     started = time.perf_counter()
-    with transaction.atomic(), connection.cursor() as cursor:
-        cursor.execute(RENEW_LEASES.format(", ".join([LEASE_ROW] * len(batches))), params)
-        renewed = {response_id: bool(cancel) for response_id, cancel in cursor.fetchall()}
+    if connection.vendor == "postgresql":
+        renewed = _save_group_in_one_statement(batches, renew, params)
         held = [batch for batch in batches if batch.response.pk in renewed]
-        _write_many(held)
+    else:
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(renew, params)
+            renewed = {response_id: bool(cancel) for response_id, cancel in cursor.fetchall()}
+            held = [batch for batch in batches if batch.response.pk in renewed]
+            _write_many(held)
     seconds = time.perf_counter() - started
     for batch in held:
         recorder.batch_committed(batch.response, batch.events, seconds)
@@ -211,10 +226,31 @@ def _insert_event_rows(rows: list[tuple[Any, ...]]) -> None:
                 copy.write_row(row)
 
 
-def _write_many(batches: list[Batch], ring: bool = True) -> None:
-    """Inside the caller's transaction: insert the batches' events, upsert their items, and
-    once it commits ring each response's doorbell with its events' frames (for the live
-    readers), unless ``ring`` is False."""
+def _save_group_in_one_statement(batches: list[Batch], renew: str, params: list[Any]) -> dict[str, bool]:
+    """save_group's writes on PostgreSQL: one statement (GROUP_EVENTS, GROUP_ITEMS), then
+    the doorbells of the responses whose lease held."""
+    event_rows, item_rows, rings = _rows(batches)
+    statement = f"WITH renewed AS ({renew})"
+    if event_rows:
+        statement += GROUP_EVENTS.format(", ".join([EVENT_ROW] * len(event_rows)))
+        params += [value for row in event_rows for value in row]
+    if item_rows:
+        statement += GROUP_ITEMS.format(", ".join([ITEM_ROW] * len(item_rows)))
+        params += [value for row in item_rows for value in row]
+    with connection.cursor() as cursor:
+        cursor.execute(statement + " SELECT id, cancel_requested FROM renewed", params)
+        renewed = {response_id: bool(cancel) for response_id, cancel in cursor.fetchall()}
+    held_rings = [(response_id, pushed) for response_id, pushed in rings if response_id in renewed]
+    if held_rings:
+        # At once when the statement ran on its own; when the caller's transaction commits otherwise.
+        transaction.on_commit(lambda: doorbell.ring_many(held_rings))
+    return renewed
+
+
+def _rows(batches: list[Batch], ring: bool = True) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]],
+                                                           list[tuple[str, doorbell.Pushed]]]:
+    """The batches' event rows, item rows and (unless ``ring`` is False) doorbell messages
+    with their events' frames, for the live readers."""
     event_rows: list[tuple[Any, ...]] = []
     item_rows: list[tuple[Any, ...]] = []
     rings: list[tuple[str, doorbell.Pushed]] = []
@@ -229,6 +265,14 @@ def _write_many(batches: list[Batch], ring: bool = True) -> None:
             rings.append((batch.response.pk, doorbell.Pushed(events[0]["sequence_number"],
                                                              events[-1]["sequence_number"],
                                                              events[-1]["type"] in TERMINAL_EVENT_TYPES, frames)))
+    return event_rows, item_rows, rings
+
+
+def _write_many(batches: list[Batch], ring: bool = True) -> None:
+    """Inside the caller's transaction: insert the batches' events, upsert their items, and
+    once it commits ring each response's doorbell with its events' frames (for the live
+    readers), unless ``ring`` is False."""
+    event_rows, item_rows, rings = _rows(batches, ring)
     _insert_event_rows(event_rows)
     if item_rows:
         with connection.cursor() as cursor:
