@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, TypedDict, Unpack
 
+import orjson
 from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
+from psycopg.types.json import Jsonb
 
 from responses_app.models import TERMINAL_EVENT_TYPES, TERMINAL_STATUSES, OutputItem, Response, ResponseEvent
 from responses_app.observability import recorder
@@ -258,7 +260,7 @@ def _rows(batches: list[Batch], ring: bool = True) -> tuple[list[tuple[Any, ...]
         texts = [event_json(event) for event in batch.events]
         event_rows += _event_rows(batch.response, batch.events, texts)
         item_rows += [(batch.response.pk, output_index, item["id"], item["type"], item.get("status", ""),
-                       connection.ops.adapt_json_value(item, None)) for output_index, item in batch.items]
+                       _item_json(item)) for output_index, item in batch.items]
         if batch.events and ring:
             events = batch.events
             frames = b"".join(frame(event["type"], text) for event, text in zip(events, texts, strict=True))
@@ -266,6 +268,15 @@ def _rows(batches: list[Batch], ring: bool = True) -> tuple[list[tuple[Any, ...]
                                                              events[-1]["sequence_number"],
                                                              events[-1]["type"] in TERMINAL_EVENT_TYPES, frames)))
     return event_rows, item_rows, rings
+
+
+def _item_json(item: dict[str, Any]) -> Any:
+    """An item's ``data`` parameter, encoded by orjson: an item in progress is written again
+    with each commit, its text growing (a 3.3 kB message: 7.5 µs with the standard library,
+    0.3 with orjson; ten times that for an answer ten times longer)."""
+    if connection.vendor == "postgresql":
+        return Jsonb(item, dumps=orjson.dumps)
+    return orjson.dumps(item).decode()
 
 
 def _write_many(batches: list[Batch], ring: bool = True) -> None:
