@@ -11,6 +11,7 @@ from responses_app.dispatch import task_queue
 from responses_app.harmony.parser import ContentDelta, MessageStarted
 from responses_app.models import Response, ResponseEvent, ResponseStatus
 from responses_app.services.create import create_response
+from responses_app.stream import store
 from responses_app.stream.builder import EventBuilder
 from responses_app.stream.sse import event_json
 from responses_app.stream.store import Batch, LeaseLost, save_group
@@ -64,10 +65,13 @@ def test_one_transaction_gives_each_response_its_cancel_flag_and_writes_none_of_
     assert Response.objects.get(pk=lost.response.pk).last_sequence_number == 0
 
 
-@pytest.mark.parametrize("words", [2, 100])
-def test_a_few_events_and_many_are_stored_alike(settings, words):
-    """A few rows go in one multi-row INSERT, many (on PostgreSQL) in a COPY."""
+@pytest.mark.parametrize(("words", "max_parameters"),
+                         [(2, store.GROUP_MAX_PARAMETERS), (100, store.GROUP_MAX_PARAMETERS), (100, 100)])
+def test_a_few_events_and_many_are_stored_alike(settings, monkeypatch, words, max_parameters):
+    """On PostgreSQL a group is one statement, and one over its parameter budget a
+    transaction whose events go in a COPY."""
     settings.MERGE_STREAM_DELTAS = False  # a delta event per word
+    monkeypatch.setattr(store, "GROUP_MAX_PARAMETERS", max_parameters)
     held, _ = batch(words)
     assert len(held.events) == words + 3
 
