@@ -179,7 +179,7 @@ class _Handoff:
 
     A deque and an event rather than a queue.Queue: the loop appends one chunk per engine
     step and the task thread takes all of them at once, so neither takes a lock per token
-    (the Queue's two locks per token were a tenth of a worker's CPU per token)."""
+    (the Queue's locks cost the task thread 4 µs of its 77 per token)."""
 
     def __init__(self) -> None:
         self._items: deque[Any] = deque()
