@@ -54,13 +54,12 @@ ITEM_ROW = "(%s, %s, %s, %s, %s, %s)"
 ITEM_CONFLICT = ("ON CONFLICT (response_id, output_index) DO UPDATE SET item_id = excluded.item_id, "
                  "item_type = excluded.item_type, status = excluded.status, data = excluded.data")
 UPSERT_ITEM = f"INSERT INTO {ITEM_COLUMNS} VALUES {ITEM_ROW} {ITEM_CONFLICT}"
-# On PostgreSQL a group is one statement, run on its own (no BEGIN and COMMIT: a statement
-# is atomic): the leases renewed as above, and only the events and items of the responses
-# whose lease held written, in data-modifying CTEs. Each statement costs a worker about
-# 150 µs of CPU, and a group in a transaction took five.
-# PostgreSQL takes at most 65,535 parameters in a statement: a larger group (events piled up
-# while the database was away, with MERGE_STREAM_DELTAS off) is written in a transaction.
-GROUP_MAX_PARAMETERS = 60_000
+# On PostgreSQL a group of fewer than COPY_FROM_ROWS events is one statement, run on its own
+# (no BEGIN and COMMIT: a statement is atomic): the leases renewed as above, and only the
+# events and items of the responses whose lease held written, in data-modifying CTEs. Each
+# statement costs a worker about 150 µs of CPU, and a group in a transaction took five; a
+# larger group (a delta per token, or a node's hundreds of responses) goes in a transaction
+# with a COPY, whose rows cost less than a statement's parameters.
 GROUP_EVENTS = (f", events AS (INSERT INTO {EVENT_COLUMNS} SELECT * FROM (VALUES {{}}) AS e "
                 "WHERE e.column1 IN (SELECT id FROM renewed))")
 GROUP_ITEMS = (f", items AS (INSERT INTO {ITEM_COLUMNS} SELECT * FROM (VALUES {{}}) AS i "
@@ -117,7 +116,7 @@ def save_group(batches: list[Batch]) -> dict[str, bool]:
         params += [batch.response.pk, batch.owner, batch.events[-1]["sequence_number"] if batch.events else None]
     renew = RENEW_LEASES.format(", ".join([LEASE_ROW] * len(batches)))
     started = time.perf_counter()
-    if connection.vendor == "postgresql" and _parameters(batches) <= GROUP_MAX_PARAMETERS:
+    if connection.vendor == "postgresql" and sum(len(batch.events) for batch in batches) < COPY_FROM_ROWS:
         renewed = _save_group_in_one_statement(batches, renew, params)
         held = [batch for batch in batches if batch.response.pk in renewed]
     else:
@@ -250,11 +249,6 @@ def _save_group_in_one_statement(batches: list[Batch], renew: str, params: list[
         # At once when the statement ran on its own; when the caller's transaction commits otherwise.
         transaction.on_commit(lambda: doorbell.ring_many(held_rings))
     return renewed
-
-
-def _parameters(batches: list[Batch]) -> int:
-    """How many parameters _save_group_in_one_statement would send."""
-    return 1 + sum(3 + 5 * len(batch.events) + 6 * len(batch.items) for batch in batches)
 
 
 def _rows(batches: list[Batch], ring: bool = True) -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]],

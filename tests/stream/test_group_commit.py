@@ -65,13 +65,13 @@ def test_one_transaction_gives_each_response_its_cancel_flag_and_writes_none_of_
     assert Response.objects.get(pk=lost.response.pk).last_sequence_number == 0
 
 
-@pytest.mark.parametrize(("words", "max_parameters"),
-                         [(2, store.GROUP_MAX_PARAMETERS), (100, store.GROUP_MAX_PARAMETERS), (100, 100)])
-def test_a_few_events_and_many_are_stored_alike(settings, monkeypatch, words, max_parameters):
-    """On PostgreSQL a group is one statement, and one over its parameter budget a
-    transaction whose events go in a COPY."""
+@pytest.mark.parametrize(("words", "copy_from_rows"), [(2, store.COPY_FROM_ROWS), (100, store.COPY_FROM_ROWS),
+                                                      (100, 200)])
+def test_a_few_events_and_many_are_stored_alike(settings, monkeypatch, words, copy_from_rows):
+    """On PostgreSQL a group of fewer than COPY_FROM_ROWS events is one statement, a larger
+    one a transaction whose events go in a COPY."""
     settings.MERGE_STREAM_DELTAS = False  # a delta event per word
-    monkeypatch.setattr(store, "GROUP_MAX_PARAMETERS", max_parameters)
+    monkeypatch.setattr(store, "COPY_FROM_ROWS", copy_from_rows)
     held, _ = batch(words)
     assert len(held.events) == words + 3
 
