@@ -35,8 +35,9 @@ INSERT_EVENTS = f"INSERT INTO {EVENT_COLUMNS} VALUES "
 EVENT_ROW = "(%s, %s, %s, %s, %s)"
 INSERT_EVENT = INSERT_EVENTS + EVENT_ROW
 COPY_EVENTS = f"COPY {EVENT_COLUMNS} FROM STDIN"
-# Fewer rows than this go in one multi-row INSERT: a COPY's own exchanges cost more than a
-# statement's (with merged deltas a batch holds a few events).
+# Fewer event rows than this are written by a statement, not a COPY, whose own exchanges
+# cost more: on PostgreSQL a group of fewer events is one statement (GROUP_EVENTS below), and
+# the rows of a response's end or a create one multi-row INSERT.
 COPY_FROM_ROWS = 32
 # A batch's statements, written out (the ORM's compiling of them cost more of a worker's CPU
 # than running them): every lease of a group renewed and its cancel flag read in one
@@ -118,14 +119,13 @@ def save_group(batches: list[Batch]) -> dict[str, bool]:
     started = time.perf_counter()
     if connection.vendor == "postgresql" and sum(len(batch.events) for batch in batches) < COPY_FROM_ROWS:
         renewed = _save_group_in_one_statement(batches, renew, params)
-        held = [batch for batch in batches if batch.response.pk in renewed]
     else:
         with transaction.atomic(), connection.cursor() as cursor:
             cursor.execute(renew, params)
             renewed = {response_id: bool(cancel) for response_id, cancel in cursor.fetchall()}
-            held = [batch for batch in batches if batch.response.pk in renewed]
-            _write_many(held)
+            _write_many([batch for batch in batches if batch.response.pk in renewed])
     seconds = time.perf_counter() - started
+    held = [batch for batch in batches if batch.response.pk in renewed]
     for batch in held:
         recorder.batch_committed(batch.response, batch.events, seconds)
         batch.response.lease_expires_at = lease_expires_at
@@ -234,15 +234,15 @@ def _save_group_in_one_statement(batches: list[Batch], renew: str, params: list[
     """save_group's writes on PostgreSQL: one statement (GROUP_EVENTS, GROUP_ITEMS), then
     the doorbells of the responses whose lease held."""
     event_rows, item_rows, rings = _rows(batches)
-    statement = f"WITH renewed AS ({renew})"
+    statement, values = f"WITH renewed AS ({renew})", list(params)
     if event_rows:
         statement += GROUP_EVENTS.format(", ".join([EVENT_ROW] * len(event_rows)))
-        params += [value for row in event_rows for value in row]
+        values += [value for row in event_rows for value in row]
     if item_rows:
         statement += GROUP_ITEMS.format(", ".join([ITEM_ROW] * len(item_rows)))
-        params += [value for row in item_rows for value in row]
+        values += [value for row in item_rows for value in row]
     with connection.cursor() as cursor:
-        cursor.execute(statement + " SELECT id, cancel_requested FROM renewed", params)
+        cursor.execute(statement + " SELECT id, cancel_requested FROM renewed", values)
         renewed = {response_id: bool(cancel) for response_id, cancel in cursor.fetchall()}
     held_rings = [(response_id, pushed) for response_id, pushed in rings if response_id in renewed]
     if held_rings:
