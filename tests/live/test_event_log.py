@@ -15,6 +15,9 @@ from tests.helpers import function_call_then_answer, reasoning_and_answer, wait_
 
 KEEPALIVE = b": keep-alive\n\n"
 SLOW = {"echo_token_delay_ms": "4"}
+# A token every 60 ms, more than the stack's 50 ms flush: a delta event per token (an item's
+# deltas committed together are one event), so readers can start as far in as index * 7.
+TOKEN_PER_COMMIT = {"echo_token_delay_ms": "60"}
 WEATHER_TOOL = {"type": "function", "name": "get_weather", "description": "The weather in a city.",
                 "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                                "required": ["city"]}}
@@ -90,7 +93,7 @@ def test_a_packed_replay_is_byte_identical_to_the_live_stream_after_every_sequen
 
 
 def test_readers_following_a_response_as_it_ends_and_is_packed_miss_and_repeat_nothing(api, alice, db_access):
-    created = alice.responses.create(model="echo", background=True, metadata=SLOW,
+    created = alice.responses.create(model="echo", background=True, metadata=TOKEN_PER_COMMIT,
                                      input=reasoning_and_answer("Hm. " * 20, "token " * 150))
     received: dict[int, bytes] = {}
 
