@@ -75,7 +75,9 @@ def _close_other_sessions() -> None:
         return
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                       "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+                       "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                       # Only our own role's sessions: a superuser's (a person's psql) cannot be ended.
+                       "AND usename = current_user")
 
 
 @pytest.fixture(scope="session")

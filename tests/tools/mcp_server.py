@@ -1,15 +1,16 @@
 """A real MCP server for tests: run it as a subprocess, talk to it over the network.
 
-``python -m tests.tools.mcp_server --transport streamable_http|sse --port N
-[--require-authorization "Bearer …"]`` serves the tools below on 127.0.0.1.
-``start_mcp_server`` starts one on a free port and returns its endpoint URL once it
-answers; the caller kills the process.
+``python -m tests.tools.mcp_server --transport streamable_http|sse --fd N
+[--require-authorization "Bearer …"]`` serves the tools below on the listening socket N.
+``start_mcp_server`` binds that socket on a free port of 127.0.0.1, hands it to the child
+and returns the endpoint URL once the server answers; the caller kills the process.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import http.client
 import json
 import os
 import socket
@@ -107,14 +108,15 @@ def main() -> None:
 
     parser = argparse.ArgumentParser()
     parser.add_argument("--transport", choices=sorted(ENDPOINT_PATHS), required=True)
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--fd", type=int, required=True, help="a listening TCP socket inherited from the parent")
     parser.add_argument("--require-authorization", default=None)
     args = parser.parse_args()
     server = build_server()
     app = server.streamable_http_app() if args.transport == "streamable_http" else server.sse_app()
     if args.require_authorization:
         app = _require_authorization(app, args.require_authorization)
-    uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")
+    listener = socket.socket(fileno=args.fd)  # family and type read from the descriptor
+    uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
 
 
 def free_port() -> int:
@@ -123,30 +125,42 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-def wait_for_port(port: int, process: subprocess.Popen, timeout_s: float = 30.0) -> None:
+def wait_until_serving(port: int, process: subprocess.Popen, timeout_s: float = 30.0) -> None:
+    """The socket accepts connections into its backlog from the start: wait for an HTTP answer."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if process.poll() is not None:
             raise RuntimeError(f"The test MCP server exited with status {process.returncode}.")
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=1.0)
         try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
+            connection.request("GET", "/")
+            connection.getresponse().read()
+            return
         except OSError:
             time.sleep(0.1)
-    raise RuntimeError(f"The test MCP server did not listen on port {port} within {timeout_s}s.")
+        finally:
+            connection.close()
+    raise RuntimeError(f"The test MCP server did not answer on port {port} within {timeout_s}s.")
 
 
 def start_mcp_server(transport: str, *, require_authorization: str | None = None) -> tuple[str, subprocess.Popen]:
-    """Start the server on 127.0.0.1 on a free port; return the URL of its MCP endpoint
-    (``…/mcp`` or ``…/sse``) once it accepts connections, and its process (kill it)."""
-    port = free_port()
-    command = [sys.executable, "-m", "tests.tools.mcp_server", "--transport", transport, "--port", str(port)]
-    if require_authorization:
-        command += ["--require-authorization", require_authorization]
-    env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    process = subprocess.Popen(command, cwd=ROOT, env=env)
+    """Start the server on a free port of 127.0.0.1; return the URL of its MCP endpoint
+    (``…/mcp`` or ``…/sse``) once it answers, and its process (kill it).
+
+    The port is bound here and the socket inherited: a port that was only free when asked
+    for can be taken by another test's server before the child binds it (CI on bb1aa27)."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(128)
+        port = listener.getsockname()[1]
+        command = [sys.executable, "-m", "tests.tools.mcp_server", "--transport", transport,
+                   "--fd", str(listener.fileno())]
+        if require_authorization:
+            command += ["--require-authorization", require_authorization]
+        env = {**os.environ, "PYTHONPATH": str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+        process = subprocess.Popen(command, cwd=ROOT, env=env, pass_fds=(listener.fileno(),))
     try:
-        wait_for_port(port, process)
+        wait_until_serving(port, process)
     except BaseException:
         process.kill()
         process.wait()
