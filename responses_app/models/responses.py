@@ -183,6 +183,9 @@ class Response(models.Model):
             models.Index(fields=["tenant", "socket_session", "stream_id"]),
             models.Index(fields=["tenant", "-created_at"]),
             models.Index(fields=["status", "lease_expires_at"]),
+            # A tenant's responses in progress (the concurrency limits of every create): without
+            # it SQLite walked all of a tenant's responses, 21 ms a create after a 50,000-request batch.
+            models.Index(fields=["tenant", "status"]),
             # The retention purge: a tenant's responses by end time (tenancy/retention.py).
             models.Index(fields=["tenant", "completed_at"]),
             models.Index(fields=["deferred_state", "deadline_at"]),

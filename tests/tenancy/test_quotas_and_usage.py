@@ -5,8 +5,9 @@ from __future__ import annotations
 from datetime import date
 
 import pytest
+from django.db import connection
 
-from responses_app.models import Response, ResponseEvent, ResponseStatus, Tenant, TenantDailyUsage
+from responses_app.models import ACTIVE_STATUSES, Response, ResponseEvent, ResponseStatus, Tenant, TenantDailyUsage
 from responses_app.services.cancel import request_cancel
 from responses_app.tenancy import quotas
 from responses_app.tenancy.daily_usage import add_to_daily_usage
@@ -57,3 +58,22 @@ def test_the_background_slot_is_refused_at_the_limit_and_only_counts_active_back
     assert raised.value.headers()["Retry-After"] == str(quotas.CONCURRENCY_RETRY_AFTER_S)
     quotas.reserve_background_slot(tenant, foreground)
     quotas.reserve_background_slot(Tenant.objects.create(name="t5", max_concurrent_background=2), background)
+
+
+def test_the_concurrency_limits_read_only_a_tenants_responses_in_progress(tenant):
+    """Every create counts its tenant's responses in progress: through the (tenant, status)
+    index, not by walking all the tenant's responses (50,000 after a batch)."""
+    index = next(index.name for index in Response._meta.indexes if index.fields == ["tenant", "status"])
+    for background in (False, True):
+        query = Response.objects.filter(status__in=ACTIVE_STATUSES, tenant=tenant, background=background)
+        sql, params = query.values("pk").query.sql_with_params()
+        with connection.cursor() as cursor:
+            if connection.vendor == "postgresql":
+                cursor.execute("SET LOCAL enable_seqscan = off")  # a few rows: any plan is cheap
+                cursor.execute("EXPLAIN " + sql, params)
+                plan = "\n".join(row[0] for row in cursor.fetchall())
+            else:
+                cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+                plan = "\n".join(row[-1] for row in cursor.fetchall())
+                assert "(tenant_id=? AND status=?)" in plan, plan
+        assert index in plan, plan
