@@ -155,9 +155,12 @@ def _free_slots(batch: Batch) -> int:
     """The requests this batch may start now: the model's BATCH_MAX_IN_FLIGHT is shared by its
     batches in progress, and batch responses never take more of it."""
     cap = settings.BATCH_MAX_IN_FLIGHT
-    running = BatchRequest.objects.filter(state=BatchRequestState.RUNNING, batch__model=batch.model)
-    batches = Batch.objects.filter(status=BatchStatus.IN_PROGRESS, model=batch.model).count()
-    share = max(1, cap // max(1, batches))
+    # By the batches that may have requests running (a few rows), then the (batch, state)
+    # index: a join from the requests' side read every request row, 50,000 in a big batch.
+    unended = dict(Batch.objects.filter(model=batch.model, status__in=(
+        BatchStatus.IN_PROGRESS, BatchStatus.CANCELLING, BatchStatus.FINALIZING)).values_list("pk", "status"))
+    running = BatchRequest.objects.filter(batch_id__in=list(unended), state=BatchRequestState.RUNNING)
+    share = max(1, cap // max(1, list(unended.values()).count(BatchStatus.IN_PROGRESS)))
     return min(cap - running.count(), share - running.filter(batch=batch).count())
 
 
