@@ -11,7 +11,8 @@ between) and reads thread CPU clocks:
   doorbell (Redis PUBLISH) and the rest (claim, prompt, queue hand-off);
 - web: CPU ms per create, streaming and background (the ASGI application called directly:
   its loop thread up to the first frame, plus its database threads), split into
-  authentication, validation, the prompt length check, the inserts and the enqueue;
+  authentication, validation, the prompt length check, the inserts and the enqueue; and,
+  beside it, the least any request costs: an authenticated ``GET /v1/models/echo``;
 - serve: CPU ms per 1,000 events to a live SSE reader (following a response while the
   worker writes it) and to a replay of a finished one.
 
@@ -200,11 +201,12 @@ def child(database_url: str, redis_url: str, args: argparse.Namespace) -> dict[s
         worker = {case: measure_worker(clock, key, case, args.responses, args.rounds) for case in WORKER_CASES}
         creates = {kind: measure_creates(clock, web, key, kind, args.creates, args.rounds)
                    for kind in ("streaming", "background")}
+        least = measure_least_request(web, key, args.creates, args.rounds)
         serve = measure_serving(web, key)
     finally:
         web.close()
         shared_client().flushdb()
-    return {"worker": worker, "creates": creates, "serve": serve}
+    return {"worker": worker, "creates": creates, "least_request": least, "serve": serve}
 
 
 def _wrap_phases(clock: PhaseClock) -> None:
@@ -409,6 +411,30 @@ def _creates_round(clock: PhaseClock, web: WebLoop, key: str, kind: str, count: 
             "loop_ms": loop_cpu / count * 1e3,
             "db_threads_ms": db_cpu / count * 1e3,
             "phases_ms": {phase: seconds / count * 1e3 for phase, seconds in phases.items()}}
+
+
+def measure_least_request(web: WebLoop, key: str, count: int, rounds: int) -> dict[str, Any]:
+    return median_round([_least_request_round(web, key, count) for _ in range(rounds)], "scaled_ms_per_request")
+
+
+def _least_request_round(web: WebLoop, key: str, count: int) -> dict[str, Any]:
+    """What a create costs before any of its own work: ``count`` authenticated
+    ``GET /v1/models/echo`` (Django's and DRF's request handling, the key from its cache, a
+    small JSON answer), the loop thread's and the database threads' CPU."""
+    for _ in range(5):
+        web.run(web.request("GET", "/v1/models/echo", key))
+    calibration = calibration_ms()
+    db_before = thread_cpu(("db-",))
+    loop_cpu = 0.0
+    for _ in range(count):
+        status, _, cpu = web.run(web.request("GET", "/v1/models/echo", key))
+        if status != 200:
+            raise RuntimeError(f"GET /v1/models/echo answered {status}")
+        loop_cpu += cpu
+    cpu = loop_cpu + thread_cpu(("db-",)) - db_before
+    calibration = (calibration + calibration_ms()) / 2
+    return {"ms_per_request": cpu / count * 1e3, "calibration_ms": calibration,
+            "scaled_ms_per_request": scaled(cpu / count * 1e3, calibration)}
 
 
 def measure_serving(web: WebLoop, key: str) -> dict[str, Any]:
@@ -673,6 +699,10 @@ def report(database: str, figures: dict[str, Any]) -> None:
         print(f"  web, {kind} create: {create['scaled_ms_per_create']:.2f} ms [rounds {low:.2f}-{high:.2f}]; "
               f"measured {create['ms_per_create']:.2f} ({phases}), calibration {create['calibration_ms']:.1f} ms; "
               f"loop thread {create['loop_ms']:.2f}, database threads {create['db_threads_ms']:.2f}")
+    least = figures["least_request"]
+    low, high = least["range"]
+    print(f"  web, the least request (GET /v1/models/echo): {least['scaled_ms_per_request']:.2f} ms [rounds "
+          f"{low:.2f}-{high:.2f}]; measured {least['ms_per_request']:.2f}, calibration {least['calibration_ms']:.1f} ms")
     serve = figures["serve"]
     print(f"  web, serving {serve['events']} events: live reader {serve['scaled_live_ms_per_1000']:.1f} ms/1000 "
           f"events, replay {serve['scaled_replay_ms_per_1000']:.1f}; measured {serve['live_ms_per_1000']:.1f} and "
