@@ -702,7 +702,8 @@ def report(database: str, figures: dict[str, Any]) -> None:
     least = figures["least_request"]
     low, high = least["range"]
     print(f"  web, the least request (GET /v1/models/echo): {least['scaled_ms_per_request']:.2f} ms [rounds "
-          f"{low:.2f}-{high:.2f}]; measured {least['ms_per_request']:.2f}, calibration {least['calibration_ms']:.1f} ms")
+          f"{low:.2f}-{high:.2f}]; measured {least['ms_per_request']:.2f}, "
+          f"calibration {least['calibration_ms']:.1f} ms")
     serve = figures["serve"]
     print(f"  web, serving {serve['events']} events: live reader {serve['scaled_live_ms_per_1000']:.1f} ms/1000 "
           f"events, replay {serve['scaled_replay_ms_per_1000']:.1f}; measured {serve['live_ms_per_1000']:.1f} and "
