@@ -62,18 +62,15 @@ def test_the_background_slot_is_refused_at_the_limit_and_only_counts_active_back
 
 def test_the_concurrency_limits_read_only_a_tenants_responses_in_progress(tenant):
     """Every create counts its tenant's responses in progress: through the (tenant, status)
-    index, not by walking all the tenant's responses (50,000 after a batch)."""
+    index, not by walking all the tenant's responses (50,000 after a batch). SQLite plans
+    without statistics, so the index must be there for it to choose."""
+    if connection.vendor != "sqlite":
+        pytest.skip("PostgreSQL chooses among its indexes by the statistics of the moment")
     index = next(index.name for index in Response._meta.indexes if index.fields == ["tenant", "status"])
     for background in (False, True):
         query = Response.objects.filter(status__in=ACTIVE_STATUSES, tenant=tenant, background=background)
         sql, params = query.values("pk").query.sql_with_params()
         with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                cursor.execute("SET LOCAL enable_seqscan = off")  # a few rows: any plan is cheap
-                cursor.execute("EXPLAIN " + sql, params)
-                plan = "\n".join(row[0] for row in cursor.fetchall())
-            else:
-                cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
-                plan = "\n".join(row[-1] for row in cursor.fetchall())
-                assert "(tenant_id=? AND status=?)" in plan, plan
-        assert index in plan, plan
+            cursor.execute("EXPLAIN QUERY PLAN " + sql, params)
+            plan = "\n".join(row[-1] for row in cursor.fetchall())
+        assert f"USING INDEX {index} (tenant_id=? AND status=?)" in plan, plan
