@@ -394,16 +394,7 @@ def _creates_round(clock: PhaseClock, web: WebLoop, key: str, kind: str, count: 
     for _ in range(5):  # warm-up: connections, the doorbell's hub, caches
         web.run(web.request("POST", "/v1/responses", key, body, first_frame_only=True))
     clock.reset()
-    calibration = calibration_ms()
-    db_before = thread_cpu(("db-",))
-    loop_cpu = 0.0
-    for _ in range(count):
-        status, _, cpu = web.run(web.request("POST", "/v1/responses", key, body, first_frame_only=True))
-        if status != 200:
-            raise RuntimeError(f"a {kind} create answered {status}")
-        loop_cpu += cpu
-    db_cpu = thread_cpu(("db-",)) - db_before
-    calibration = (calibration + calibration_ms()) / 2
+    loop_cpu, db_cpu, calibration = _requests_in_turn(web, key, "POST", "/v1/responses", body, count)
     phases = {phase: clock.totals.get(phase, 0.0) for phase in CREATE_PHASES[:-1]}
     phases["other"] = loop_cpu + db_cpu - sum(phases.values())
     return {"ms_per_create": (loop_cpu + db_cpu) / count * 1e3, "calibration_ms": calibration,
@@ -423,18 +414,27 @@ def _least_request_round(web: WebLoop, key: str, count: int) -> dict[str, Any]:
     small JSON answer), the loop thread's and the database threads' CPU."""
     for _ in range(5):
         web.run(web.request("GET", "/v1/models/echo", key))
+    loop_cpu, db_cpu, calibration = _requests_in_turn(web, key, "GET", "/v1/models/echo", None, count)
+    cpu = loop_cpu + db_cpu
+    return {"ms_per_request": cpu / count * 1e3, "calibration_ms": calibration,
+            "scaled_ms_per_request": scaled(cpu / count * 1e3, calibration)}
+
+
+def _requests_in_turn(web: WebLoop, key: str, method: str, path: str, body: dict | None, count: int,
+                      ) -> tuple[float, float, float]:
+    """``count`` requests, one after another: the loop thread's CPU seconds (to a stream's
+    first frame, or the whole answer), the database threads' CPU seconds, and the
+    calibration taken before and after them."""
     calibration = calibration_ms()
     db_before = thread_cpu(("db-",))
     loop_cpu = 0.0
     for _ in range(count):
-        status, _, cpu = web.run(web.request("GET", "/v1/models/echo", key))
+        status, _, cpu = web.run(web.request(method, path, key, body, first_frame_only=True))
         if status != 200:
-            raise RuntimeError(f"GET /v1/models/echo answered {status}")
+            raise RuntimeError(f"{method} {path} answered {status}")
         loop_cpu += cpu
-    cpu = loop_cpu + thread_cpu(("db-",)) - db_before
-    calibration = (calibration + calibration_ms()) / 2
-    return {"ms_per_request": cpu / count * 1e3, "calibration_ms": calibration,
-            "scaled_ms_per_request": scaled(cpu / count * 1e3, calibration)}
+    db_cpu = thread_cpu(("db-",)) - db_before
+    return loop_cpu, db_cpu, (calibration + calibration_ms()) / 2
 
 
 def measure_serving(web: WebLoop, key: str) -> dict[str, Any]:
