@@ -105,12 +105,13 @@ def save_events(response: Response, owner: str, events: list[dict[str, Any]],
 
 
 def save_group(batches: list[Batch]) -> dict[str, bool]:
-    """save_events for several responses (one batch each) at once: on PostgreSQL one
-    statement (the leases, the events, the items), elsewhere one transaction (a statement
-    renews all the leases, one writes all the events, one all the items); the doorbells
-    ring in one round trip. Returns the cancel flag of each response whose
-    lease held, by id; a response missing from it lost its lease, and nothing of it is
-    written. A failing statement fails the whole group (nothing is written)."""
+    """save_events for several responses (one batch each) at once: on PostgreSQL a group
+    of fewer than COPY_FROM_ROWS events is one statement (the leases, the events, the
+    items); any other is one transaction (a statement renews all the leases, one writes all
+    the events, one all the items); the doorbells ring in one round trip. Returns the
+    cancel flag of each response whose lease held, by id; a response missing from it lost
+    its lease, and nothing of it is written. A failing statement fails the whole group
+    (nothing is written)."""
     lease_expires_at = timezone.now() + timedelta(seconds=settings.LEASE_TTL_S)
     params: list[Any] = [connection.ops.adapt_datetimefield_value(lease_expires_at)]
     for batch in batches:
