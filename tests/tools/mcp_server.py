@@ -119,12 +119,6 @@ def main() -> None:
     uvicorn.Server(uvicorn.Config(app, log_level="warning")).run(sockets=[listener])
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def wait_until_serving(port: int, process: subprocess.Popen, timeout_s: float = 30.0) -> None:
     """The socket accepts connections into its backlog from the start: wait for an HTTP answer."""
     deadline = time.monotonic() + timeout_s

@@ -14,8 +14,8 @@ from django.test import override_settings
 
 from responses_app.validation.mcp_tool import validate_mcp_tool
 from responses_app.wire.errors import InvalidRequest
+from tests.live.stack import free_port
 from tests.tools.conftest import SECRET_AUTHORIZATION, RunningMcpServer
-from tests.tools.mcp_server import free_port
 from tools_app.mcp.client import McpError, McpServerSpec, McpTool, call_tool, list_tools
 from tools_app.mcp.servers import requires_approval, server_for_tool
 

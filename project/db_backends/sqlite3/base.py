@@ -28,8 +28,8 @@ from typing import Any
 from django.db.backends.sqlite3 import base
 
 _process_writer = threading.Lock()
-# Statements that never write, or that start and end transactions (those take turns in
-# _start_transaction_under_autocommit and _commit): everything else outside a
+# Statements that never write, or that start and end transactions (a transaction takes its
+# turn as it starts, in _start_transaction_under_autocommit): everything else outside a
 # transaction waits for its turn.
 _NOT_A_WRITE = ("SELECT", "PRAGMA", "EXPLAIN", "BEGIN", "COMMIT", "END", "ROLLBACK", "SAVEPOINT", "RELEASE")
 
