@@ -4,9 +4,10 @@ Wall-clock figures move with whatever else a shared machine runs; CPU time per u
 not. This bench runs the server's own code in process (no Daphne, Celery or HTTP client in
 between) and reads thread CPU clocks:
 
-- worker: CPU µs per streamed token of the task thread that runs ``run_response`` (the
-  echo engine's own thread is reported apart: on a GPU node that is vLLM's share), for a
-  plain answer, a reasoning + answer, and a function call; split into harmony parsing,
+- worker: CPU µs per streamed token of the worker's threads that run ``run_response``
+  (the task threads, the engine loop, the committer and the database threads), less the
+  echo engine's own share, measured apart at the same pace (on a GPU node that is vLLM's
+  share), for a plain answer, a reasoning + answer, and a function call; split into harmony parsing,
   event building, persistence (the batch transactions and the end, packing included), the
   doorbell (Redis PUBLISH) and the rest (claim, prompt, queue hand-off);
 - web: CPU ms per create, streaming and background (the ASGI application called directly:
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import functools
 import json
 import os
@@ -264,6 +266,50 @@ def median_round(rounds: list[dict[str, Any]], figure: str) -> dict[str, Any]:
     return {**ordered[len(ordered) // 2], "range": [ordered[0][figure], ordered[-1][figure]]}
 
 
+WORKER_THREAD_NAMES = ("bench-task", "node-task", "engine-loop", "group-commit", "worker-db", "worker-tool")
+
+
+def echo_alone(response_ids: list[str], times: int) -> float:
+    """CPU seconds of the echo engine alone on a loop of its own: the outputs of
+    ``response_ids`` (their prompts and pace), at once, ``times`` outputs in all. It shares
+    the engine loop's thread with the responses, so its share is measured apart and taken
+    off the worker's CPU."""
+    from responses_app.context.history import response_prompt
+    from responses_app.engines.base import SamplingParams
+    from responses_app.engines.echo import EchoEngine
+    from responses_app.harmony.encoding import stop_token_ids
+    from responses_app.models import Response
+
+    engine = EchoEngine()
+    requests = []
+    for response in Response.objects.filter(pk__in=response_ids):
+        prompt, _ = response_prompt(response)
+        requests.append((prompt, SamplingParams(stop_token_ids=stop_token_ids(),
+                                                metadata=response.request.get("metadata") or {})))
+
+    async def drain(prompt: list[int], params: Any, request_id: str) -> None:
+        async for _ in engine.generate(prompt, params, request_id):
+            pass
+
+    async def all_of_them() -> None:
+        for start in range(0, times, len(requests)):
+            batch = requests[:min(len(requests), times - start)]
+            await asyncio.gather(*(drain(prompt, params, f"alone-{start}-{index}")
+                                   for index, (prompt, params) in enumerate(batch)))
+
+    cpu = {}
+
+    def target() -> None:
+        started = time.thread_time()
+        asyncio.run(all_of_them())
+        cpu["seconds"] = time.thread_time() - started
+
+    thread = threading.Thread(target=target, name="bench-echo-alone")
+    thread.start()
+    thread.join()
+    return cpu["seconds"]
+
+
 def measure_worker(clock: PhaseClock, key: str, case: str, count: int, rounds: int) -> dict[str, Any]:
     return median_round([_worker_round(clock, key, case, count) for _ in range(rounds)], "scaled_us_per_token")
 
@@ -286,21 +332,19 @@ def _worker_round(clock: PhaseClock, key: str, case: str, count: int) -> dict[st
         run_response(response_id)
     clock.reset()
     task_cpu = [0.0]
-    lock = threading.Lock()
 
     def run(response_id: str) -> None:
-        started = time.thread_time()
         run_response(response_id)
-        with lock:
-            task_cpu[0] += time.thread_time() - started
 
     calibration = calibration_ms()
-    engine_before, committer_before = thread_cpu(("engine-loop",)), thread_cpu(("group-commit",))
+    # The responses run on the engine loop; their batches are committed on the committer
+    # thread, their ends in the worker's database threads (worker/off_loop.py).
+    worker_before = thread_cpu(WORKER_THREAD_NAMES)
     with ThreadPoolExecutor(WORKER_THREADS, thread_name_prefix="bench-task") as pool:
         list(pool.map(run, ids))
-    engine = thread_cpu(("engine-loop",)) - engine_before
-    # The batches are committed on the process's committer thread (worker/group_commit.py).
-    task_cpu[0] += thread_cpu(("group-commit",)) - committer_before
+    task_cpu[0] = thread_cpu(WORKER_THREAD_NAMES) - worker_before
+    engine = echo_alone(ids[:WORKER_THREADS], len(ids))
+    task_cpu[0] -= engine
     calibration = (calibration + calibration_ms()) / 2
     rows = list(Response.objects.filter(pk__in=ids).values_list("status", "usage", "last_sequence_number"))
     if {status for status, _, _ in rows} != {"completed"}:
@@ -501,12 +545,14 @@ class CommitLag:
     """When the engine emitted each token, and how long each waited for its event's commit.
 
     The echo engine's ``generate`` stamps each token as it yields it (on the engine loop);
-    the task thread counts the tokens it took from the engine host's stream, and each
-    commit of its batch writer (``flush``, ``end``) settles the tokens taken since the last."""
+    each response (a task on that loop) counts the tokens it took from the engine host's
+    stream, and each commit of its batch writer (``flush``, ``end``) settles the tokens
+    taken since the last."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._local = threading.local()
+        # The current response's (request id, tokens taken): each response is a task of its own.
+        self._current: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("commit_lag", default=None)
         self.emitted: dict[str, list[float]] = defaultdict(list)  # request id -> each token's emission
         self._settled: dict[str, int] = defaultdict(int)
         self.lags: list[tuple[float, float]] = []  # (emission, wait until committed)
@@ -531,16 +577,18 @@ class CommitLag:
                     lag.emitted[request_id].extend([now] * len(chunk.token_ids))
                 yield chunk
 
-        def counted(host: Any, model: str, prompt: list[int], params: Any, request_id: str, **kwargs: Any) -> Any:
+        async def counted(host: Any, model: str, prompt: list[int], params: Any, request_id: str,
+                          **kwargs: Any) -> Any:
             inner = stream(host, model, prompt, params, request_id, **kwargs)
-            lag._local.request_id, lag._local.taken = request_id, 0
+            current = [request_id, 0]
+            lag._current.set(current)  # an async generator runs in its caller's (the task's) context
             try:
-                for chunk in inner:
+                async for chunk in inner:
                     if chunk is not None:
-                        lag._local.taken += len(chunk.token_ids)
+                        current[1] += len(chunk.token_ids)
                     yield chunk
             finally:
-                inner.close()  # the caller closing this stream aborts the engine request
+                await inner.aclose()  # the caller closing this stream aborts the engine request
 
         EchoEngine.generate, EngineHost.stream = stamped, counted
         for name in ("flush", "end"):
@@ -550,14 +598,15 @@ class CommitLag:
         original = getattr(owner, name)
 
         @functools.wraps(original)
-        def committed(*args: Any, **kwargs: Any) -> Any:
-            result = original(*args, **kwargs)
-            request_id = getattr(self._local, "request_id", None)
-            if request_id is not None:
+        async def committed(*args: Any, **kwargs: Any) -> Any:
+            result = await original(*args, **kwargs)
+            current = self._current.get()
+            if current is not None:
+                request_id, taken = current
                 now = time.monotonic()
                 with self._lock:
-                    stamps = self.emitted[request_id][self._settled[request_id]:self._local.taken]
-                    self._settled[request_id] = self._local.taken
+                    stamps = self.emitted[request_id][self._settled[request_id]:taken]
+                    self._settled[request_id] = taken
                     self.lags.extend((stamp, now - stamp) for stamp in stamps)
             return result
 
@@ -578,11 +627,11 @@ class CommitLag:
 
 
 class CpuSamples:
-    """The process's CPU and the engine thread's, sampled every 50 ms on a thread of its own,
-    to read the CPU of a window known only afterwards (CommitLag.steady)."""
+    """The process's CPU, sampled every 50 ms on a thread of its own, to read the CPU of a
+    window known only afterwards (CommitLag.steady)."""
 
     def __init__(self) -> None:
-        self.samples: list[tuple[float, float, float]] = []  # (monotonic, process CPU, engine CPU)
+        self.samples: list[tuple[float, float]] = []  # (monotonic, process CPU)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="bench-cpu-samples", daemon=True)
 
@@ -596,21 +645,20 @@ class CpuSamples:
 
     def _run(self) -> None:
         while not self._stop.wait(0.05):
-            self.samples.append((time.monotonic(), time.process_time(), thread_cpu(("engine-loop",))))
+            self.samples.append((time.monotonic(), time.process_time()))
 
-    def between(self, start: float, end: float) -> tuple[float, float]:
-        """The process's and the engine thread's CPU seconds from ``start`` to ``end``
-        (between the samples around them)."""
+    def between(self, start: float, end: float) -> float:
+        """The process's CPU seconds from ``start`` to ``end`` (between the samples around them)."""
         inside = [sample for sample in self.samples if start <= sample[0] <= end]
         first, last = inside[0], inside[-1]
-        share = (end - start) / (last[0] - first[0])
-        return (last[1] - first[1]) * share, (last[2] - first[2]) * share
+        return (last[1] - first[1]) * (end - start) / (last[0] - first[0])
 
 
 def measure_node(lag: CommitLag, key: str, rates: list[int], count: int) -> dict[str, Any]:
-    """``count`` plain answers streaming at once on task threads of this process (a worker of
-    that concurrency), the echo engine spacing each one's tokens so that together they come
-    at each offered rate: the achieved rate, the commit lag, the process's CPU per token."""
+    """``count`` plain answers streaming at once in this process (each taken by a task thread,
+    as a worker's, then run on the engine loop), the echo engine spacing each one's tokens so
+    that together they come at each offered rate: the achieved rate, the commit lag, the
+    process's CPU per token (less the echo engine's own, measured apart at the same pace)."""
     from responses_app.models import Response
     from responses_app.services.create import create_response
     from responses_app.tenancy.api_keys import authenticate_bearer
@@ -626,19 +674,20 @@ def measure_node(lag: CommitLag, key: str, rates: list[int], count: int) -> dict
         ids = [create_response(tenant, parse_create_request(body)).pk for _ in range(count)]
         lag.reset()
         calibration = calibration_ms()
-        process_before, engine_before, wall_before = time.process_time(), thread_cpu(("engine-loop",)), time.monotonic()
+        process_before, wall_before = time.process_time(), time.monotonic()
         with CpuSamples() as samples, ThreadPoolExecutor(count, thread_name_prefix="node-task") as pool:
             list(pool.map(_run_and_disconnect, ids))
         wall = time.monotonic() - wall_before
-        process, engine = time.process_time() - process_before, thread_cpu(("engine-loop",)) - engine_before
+        process = time.process_time() - process_before
+        engine = echo_alone(ids, count)
         calibration = (calibration + calibration_ms()) / 2
         rows = list(Response.objects.filter(pk__in=ids).values_list("status", "usage"))
         if {status for status, _ in rows} != {"completed"}:
             raise RuntimeError(f"node at {rate}/s: responses ended {sorted({status for status, _ in rows})}")
         tokens = sum(usage["output_tokens"] for _, usage in rows)
         start, end, window_tokens, lags = lag.steady()
-        steady_process, steady_engine = samples.between(start, end)
-        steady_us = (steady_process - steady_engine) / window_tokens * 1e6
+        steady_process = samples.between(start, end)
+        steady_us = (steady_process / window_tokens - engine / tokens) * 1e6
         levels[rate] = {
             "achieved": window_tokens / (end - start), "window_tokens": window_tokens, "tokens": tokens,
             "wall_s": wall, "lag_p50_ms": lags[len(lags) // 2] * 1e3, "lag_p99_ms": lags[int(len(lags) * 0.99)] * 1e3,

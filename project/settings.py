@@ -287,6 +287,23 @@ def _load_model_registry() -> dict[str, dict]:
 
 MODEL_REGISTRY = _load_model_registry()
 
+# --- A worker process's responses ----------------------------------------------------------
+# Every response a worker process runs is a task on its engine loop; it takes one of the
+# process's response slots first, and a process whose slots are all taken claims nothing
+# more, so that another node gets the message. By default the slots are the engines' batches:
+# vLLM's max_num_seqs (256 unless a model's engine_args say otherwise) for each model.
+ENGINE_BATCH_DEFAULT = 256
+WORKER_RESPONSE_SLOTS = int(env_float("WORKER_RESPONSE_SLOTS", sum(
+    entry.get("engine_args", {}).get("max_num_seqs", ENGINE_BATCH_DEFAULT) for entry in MODEL_REGISTRY.values())))
+# The Celery task of a response waits, without waking, while its response runs on the
+# loop: the threads pool has a thread for each slot, and a few more for the rest of the
+# worker's tasks (the reaper, batches, schedules).
+CELERY_WORKER_CONCURRENCY = int(env_float("WORKER_CONCURRENCY", WORKER_RESPONSE_SLOTS + 8))
+# Off the loop (responses_app/worker/off_loop.py): threads for the responses' ORM work
+# (their history and prompt, their end) and for their server-side tool calls.
+WORKER_DB_THREADS = int(env_float("WORKER_DB_THREADS", 4))
+WORKER_TOOL_THREADS = int(env_float("WORKER_TOOL_THREADS", 64))
+
 # Where clients reach this server; file outputs of the code interpreter link to it.
 PUBLIC_BASE_URL = os.environ.get("PUBLIC_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 # A response ends as failed after this many engine turns (a model that never stops calling tools).

@@ -1,9 +1,8 @@
 """The engine host: one asyncio loop thread and one engine per model, per worker process.
 
-Celery's threads pool runs many responses at once in one process; each task thread
-hands its request to the shared loop, where the engine batches them (vLLM's continuous
-batching). Task threads never touch the loop's objects directly: chunks come back
-through a thread-safe queue. ORM work stays in the task threads.
+Every response that a worker process runs is a task on this loop (worker/run.py), and
+the engine batches their requests (vLLM's continuous batching): a token reaches its
+response's parser without a thread hop. ORM work never runs here (worker/off_loop.py).
 """
 
 from __future__ import annotations
@@ -13,9 +12,8 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Coroutine, Iterator
+from collections.abc import AsyncIterator, Coroutine
 from concurrent.futures import Future
-from concurrent.futures import TimeoutError as FutureTimeout
 from typing import Any
 
 from django.conf import settings
@@ -23,8 +21,6 @@ from django.conf import settings
 from responses_app.engines.base import Engine, EngineChunk, EngineDead, SamplingParams
 
 log = logging.getLogger(__name__)
-_END = object()
-STREAM_BATCH_S = 0.05
 
 
 class EngineHost:
@@ -74,67 +70,65 @@ class EngineHost:
         log.info("engine for %s: ready in %.1f s", model, time.monotonic() - started)
         future.set_result(engine)
 
-    def stream(
+    async def stream(
         self, model: str, prompt_token_ids: list[int], params: SamplingParams, request_id: str, poll_s: float = 0.25
-    ) -> Iterator[EngineChunk | None]:
-        """Yield chunks as the engine produces them, and None every ``poll_s`` without
-        output (also while the engine is still starting), so the caller can renew its
-        lease and check for cancellation. An engine error is re-raised in the caller's
-        thread."""
-        starting = self._engine_future(model)
-        while not starting.done():
-            try:
-                starting.result(timeout=poll_s)
-            except FutureTimeout:
-                yield None
-        engine = starting.result()
-        chunks = _Handoff()
-
-        async def pump() -> None:
-            try:
-                async for chunk in engine.generate(prompt_token_ids, params, request_id):
-                    chunks.put(chunk)
-            except BaseException as error:  # forwarded to the task thread, re-raised there
-                chunks.put(error)
-            finally:
-                chunks.put(_END)
-
-        future: Future = asyncio.run_coroutine_threadsafe(pump(), self._loop)
+    ) -> AsyncIterator[EngineChunk | None]:
+        """On the engine loop: the request's chunks as the engine produces them (all that
+        came since the consumer last asked, as one chunk), and None every ``poll_s``
+        without output (also while the engine starts), so that the consumer can renew
+        its lease and see a cancel. A consumer that stops early (``aclose``: cancel, a
+        lost lease, an error) aborts the engine request. An engine error is raised here;
+        EngineDead after the dead engine is forgotten, so that the next request starts a
+        new one."""
+        chunks = _Chunks()
+        engine: list[Engine] = []
+        pump = asyncio.ensure_future(self._pump(model, prompt_token_ids, params, request_id, chunks, engine))
         finished = False
         try:
             while True:
-                if not chunks.wait(poll_s):
+                if not await chunks.wait(poll_s):
                     yield None
                     continue
-                # Everything the engine produces within STREAM_BATCH_S (the event-flush
-                # interval) goes out as one chunk: under load a task thread wakes about once
-                # per flush instead of once per engine step (its wake-ups, not the parsing,
-                # cost the CPU that the engine needs).
-                if isinstance(chunks.first(), EngineChunk):
-                    time.sleep(STREAM_BATCH_S)
                 items = chunks.take()
-                if not items:
-                    continue
                 produced = [item for item in items if isinstance(item, EngineChunk)]
                 if produced:
-                    logprobs = ([entry for chunk in produced for entry in chunk.logprobs or []]
-                                if produced[0].logprobs is not None else None)
-                    yield EngineChunk(token_ids=[token for chunk in produced for token in chunk.token_ids],
-                                      cached_tokens=produced[0].cached_tokens, logprobs=logprobs)
+                    yield produced[0] if len(produced) == 1 else _merged(produced)
                 last = items[-1]
                 if last is _END:
                     finished = True
                     return
                 if isinstance(last, BaseException):
                     finished = True
-                    if isinstance(last, EngineDead):
-                        self._discard(model, engine)
+                    if isinstance(last, EngineDead) and engine:
+                        self._discard(model, engine[0])
                     raise last
         finally:
             if not finished:
-                # The caller stopped early (cancel, lost lease, error): free the engine slot.
-                self.abort(model, request_id)
-                future.cancel()
+                pump.cancel()
+                if engine:
+                    await engine[0].abort(request_id)
+
+    async def _pump(self, model: str, prompt_token_ids: list[int], params: SamplingParams, request_id: str,
+                    chunks: _Chunks, engine: list[Engine]) -> None:
+        try:
+            # Shielded: a consumer that stops early must not cancel the engine's start.
+            engine.append(await asyncio.shield(asyncio.wrap_future(self._engine_future(model))))
+            async for chunk in engine[0].generate(prompt_token_ids, params, request_id):
+                chunks.put(chunk)
+        except asyncio.CancelledError:
+            raise
+        except BaseException as error:  # raised to the consumer
+            chunks.put(error)
+        else:
+            chunks.put(_END)
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def submit(self, coroutine: Coroutine) -> Future:
+        """Run a coroutine on the engine loop; its future, for a thread to wait on."""
+        return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
     def abort(self, model: str, request_id: str) -> None:
         engine = self.engines().get(model)
@@ -174,40 +168,50 @@ class EngineHost:
             "shutting down the dead engine for %s failed: %s", model, done.exception()))
 
 
-class _Handoff:
-    """What the engine loop produced for one request, until its task thread takes it.
+_END = object()
 
-    A deque and an event rather than a queue.Queue: the loop appends one chunk per engine
-    step and the task thread takes all of them at once, so neither takes a lock per token
-    (the Queue's locks cost the task thread 4 µs of its 77 per token)."""
+
+class _Chunks:
+    """What the engine produced for one request, until its consumer takes it (both on the loop)."""
 
     def __init__(self) -> None:
         self._items: deque[Any] = deque()
-        self._ready = threading.Event()
+        self._waiter: asyncio.Future[None] | None = None
 
     def put(self, item: Any) -> None:
         self._items.append(item)
-        # Set only when clear: the taker clears before it takes, so an item appended after
-        # that sees the event clear and sets it, and one appended before is taken.
-        if not self._ready.is_set():
-            self._ready.set()
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
 
-    def wait(self, timeout: float) -> bool:
-        """True once something was put (perhaps taken meanwhile), False after ``timeout``."""
-        return bool(self._items) or self._ready.wait(timeout)
-
-    def first(self) -> Any:
-        return self._items[0] if self._items else None
+    async def wait(self, timeout: float) -> bool:
+        """True once something was put, False after ``timeout``."""
+        if self._items:
+            return True
+        loop = asyncio.get_running_loop()
+        waiter = self._waiter = loop.create_future()
+        timer = loop.call_later(timeout, lambda: waiter.done() or waiter.set_result(None))
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            self._waiter = None
+        return bool(self._items)
 
     def take(self) -> list[Any]:
         """Everything put so far, up to and including the first exception or end."""
-        self._ready.clear()
         taken: list[Any] = []
         while self._items:
             taken.append(self._items.popleft())
             if isinstance(taken[-1], BaseException) or taken[-1] is _END:
                 break
         return taken
+
+
+def _merged(produced: list[EngineChunk]) -> EngineChunk:
+    logprobs = ([entry for chunk in produced for entry in chunk.logprobs or []]
+                if produced[0].logprobs is not None else None)
+    return EngineChunk(token_ids=[token for chunk in produced for token in chunk.token_ids],
+                       cached_tokens=produced[0].cached_tokens, logprobs=logprobs)
 
 
 def create_engine(model: str) -> Engine:

@@ -1,15 +1,15 @@
 """The model's output for one response: engine turns, each parsed one token at a time into
 the event builder, with the tool loop between them.
 
-Runs in the response's Celery task thread; the engine itself runs on the process's engine
-loop (engines/host.py).
+Runs on the process's engine loop (engines/host.py), as every response the process runs:
+the ORM work and the tool calls go off the loop (worker/off_loop.py).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from contextlib import closing
+from contextlib import aclosing
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -36,6 +36,7 @@ from responses_app.wire.usage import Usage
 from responses_app.worker.batch_writer import BatchWriter, CancelRequested
 from responses_app.worker.cancel_watch import cancel_watch
 from responses_app.worker.client_calls import ClientToolCall
+from responses_app.worker.off_loop import OffLoop
 from responses_app.worker.tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
 
 log = logging.getLogger(__name__)
@@ -52,25 +53,26 @@ class ResponseFailure(Exception):
         self.code = code
 
 
-def generate(
-    response: Response, builder: EventBuilder, writer: BatchWriter, usage: Usage
+async def generate(
+    response: Response, builder: EventBuilder, writer: BatchWriter, usage: Usage, off_loop: OffLoop
 ) -> tuple[str, dict | None]:
     """Generate the response's output: engine turns and, between them, the tool calls.
     Returns the terminal status and incomplete_details; raises ResponseFailure,
     CancelRequested or LeaseLost."""
     try:
-        history = response_history(response)
+        history = await off_loop.database(response_history, response)
     except ChainBroken as error:
         raise ResponseFailure(str(error), code="invalid_prompt") from error
-    writer.flush()  # response.in_progress goes out before the first token
-    generation = Generation(response, builder, writer, usage, history)
+    await writer.flush()  # response.in_progress goes out before the first token
+    generation = Generation(response, builder, writer, usage, history, off_loop)
     try:
-        generation.toolbox.prepare()
-        prompt = _prompt(response, history, builder.output)
+        await off_loop.tool(generation.toolbox.prepare)
+        prompt = await off_loop.database(_prompt, response, history, builder.output)
         if _compaction_due(response, len(prompt), builder.output):
-            generation.compact(history)
-            prompt = _prompt(response, history, builder.output)  # the compaction item now stands for the rest
-        return generation.run(prompt)
+            await generation.compact(history)
+            # The compaction item now stands for the rest.
+            prompt = await off_loop.database(_prompt, response, history, builder.output)
+        return await generation.run(prompt)
     except ToolLoopFailure as error:
         raise ResponseFailure(str(error), code="server_error") from error
     except HarmonyOutputError as error:
@@ -125,14 +127,19 @@ class Generation:
     holds all but the new tokens."""
 
     def __init__(self, response: Response, builder: EventBuilder, writer: BatchWriter, usage: Usage,
-                 history: list[dict[str, Any]]) -> None:
+                 history: list[dict[str, Any]], off_loop: OffLoop) -> None:
         self.response = response
+        self.off_loop = off_loop
         self.builder = builder
         self.writer = writer
         self.usage = usage
         self.parsers: list[OutputParser] = []
         self.tokens: list[int] = []  # this turn's
         self.call: ToolCall | None = None
+        # A server-side tool call the model has begun (its recipient), made off the loop
+        # (a call may look up its container), and the parser's steps that came after it.
+        self.starting_call: str | None = None
+        self.held_steps: list[ContentDelta | MessageFinished] = []
         self.ready_call: ToolCall | None = None
         request = response.request
         self.budget: int | None = request.get("max_output_tokens")
@@ -163,31 +170,36 @@ class Generation:
         self.function_namespaces = frozenset(tool["name"] for tool in request.get("tools", [])
                                              if tool["type"] == "namespace")
         self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}
-        self.toolbox = Toolbox(response, builder, history, flush=self._flush,
-                               wait=lambda work: run_in_thread(work, writer.tick))
+        # The toolbox runs in a tool thread (off_loop.tool): it commits and ticks through the loop.
+        self.toolbox = Toolbox(response, builder, history, flush=self._flush_from_thread,
+                               wait=lambda work: run_in_thread(work, writer.tick_from_thread))
 
-    def _flush(self) -> None:
-        if self.writer.flush():
+    async def _flush(self) -> None:
+        if await self.writer.flush():
+            raise CancelRequested()
+
+    def _flush_from_thread(self) -> None:
+        if self.writer.flush_from_thread():
             raise CancelRequested()
 
     @property
     def parser(self) -> OutputParser:
         return self.parsers[-1]
 
-    def run(self, prompt: list[int]) -> tuple[str, dict | None]:
+    async def run(self, prompt: list[int]) -> tuple[str, dict | None]:
         request = self.response.request
         prefill = forced_call_prefix(request.get("tool_choice", "auto"), request.get("tools", []))
         base_id = f"{self.response.pk}:{self.response.attempts}"
         for turn in range(settings.MAX_TOOL_TURNS):
-            end = self._turn(prompt, prefill, base_id if turn == 0 else f"{base_id}:turn{turn}")
+            end = await self._turn(prompt, prefill, base_id if turn == 0 else f"{base_id}:turn{turn}")
             prefill = []
             if end.call is None:
                 return end.status, end.details
-            result = end.call.execute()
+            result = await self.off_loop.tool(end.call.execute)
             if result is None:
                 return ResponseStatus.COMPLETED, None  # waits for the client: an approval, a client tool's output
             prompt = prompt + end.tokens + tool_result_tokens(result.author, result.text, result.channel)
-            self.writer.tick()
+            await self.writer.tick()
         raise ResponseFailure(f"The model was still calling tools after {settings.MAX_TOOL_TURNS} turns.")
 
     def count_usage(self) -> None:
@@ -200,7 +212,7 @@ class Generation:
             return None
         return max(self.budget - sum(parser.output_tokens for parser in self.parsers) - self.summary_tokens, 0)
 
-    def _turn(self, prompt: list[int], prefill: list[int], request_id: str) -> TurnEnd:
+    async def _turn(self, prompt: list[int], prefill: list[int], request_id: str) -> TurnEnd:
         self.parsers.append(OutputParser(function_namespaces=self.function_namespaces, call_kinds=self.call_kinds))
         self.tokens = []
         if self._remaining() == 0:  # the earlier turns spent the budget
@@ -208,12 +220,14 @@ class Generation:
         self.tokens = list(prefill)
         for step in self.parser.prefill(prefill):
             self._route(step)
+        await self._start_call()
         constrained = self.output_format["type"] != "text"
         # Structured outputs constrain the final answer only, so that reasoning stays free:
         # the first engine call stops where the final message begins, and a second one,
         # under the grammar, continues from there (vLLM's prefix cache holds the start).
         stop = ("grammar" if self.grammar is not None  # a forced custom tool call, prefilled
-                else self._engine_call(prompt + self.tokens, self.params, request_id, stop_at_final=constrained))
+                else await self._engine_call(prompt + self.tokens, self.params, request_id,
+                                             stop_at_final=constrained))
         part = 0
         while stop in ("summary", "grammar"):
             # The model goes on where it stopped (vLLM's prefix cache holds the prompt and its
@@ -222,7 +236,7 @@ class Generation:
             part += 1
             params = self.params
             if stop == "summary":
-                self._summarize()
+                await self._summarize()
                 if cancel_watch().steer_requested(self.response.pk):
                     stop = "steered"
                     break
@@ -232,14 +246,14 @@ class Generation:
             if self._remaining() == 0:  # the summary spent what was left of the budget
                 stop = None
                 break
-            stop = self._engine_call(prompt + self.tokens, params, f"{request_id}:part{part}",
+            stop = await self._engine_call(prompt + self.tokens, params, f"{request_id}:part{part}",
                                      stop_at_final=constrained and "grammar" not in params.extra)
         if stop == "steered":
             return TurnEnd(self.tokens, status=ResponseStatus.INCOMPLETE, details={"reason": "steered"})
         if stop == "final" and self._remaining() != 0:
             params = replace(self.params, max_tokens=self._remaining(),
                              extra={**self.params.extra, **_format_constraint(self.output_format)})
-            stop = self._engine_call(prompt + self.tokens, params, f"{request_id}:final", stop_at_final=False)
+            stop = await self._engine_call(prompt + self.tokens, params, f"{request_id}:final", stop_at_final=False)
         if stop != "tool_call" and self._remaining() == 0 and self.parser.last_stop_token is None:
             # The budget cut the output off, maybe mid-header: what was open stays incomplete.
             try:
@@ -255,32 +269,33 @@ class Generation:
         if stop != "tool_call":
             for step in self.parser.close():
                 self._route(step)
+            await self._start_call()
             if self.builder.summary_due is not None:  # the output ended right after a reasoning item
-                self._summarize()
+                await self._summarize()
         call, self.ready_call = self.ready_call, None
         return TurnEnd(self.tokens, call=call)
 
-    def _engine_call(self, prompt: list[int], params: SamplingParams, request_id: str,
+    async def _engine_call(self, prompt: list[int], params: SamplingParams, request_id: str,
                      stop_at_final: bool) -> str | None:
         """Stream one engine request; why it stopped early ("final", "tool_call", "steered") or None."""
         self.usage.input_tokens += len(prompt)
         params = replace(params, max_tokens=self._remaining())
         produced = len(self.tokens)
         try:
-            return self._stream(prompt, params, request_id, stop_at_final)
+            return await self._stream(prompt, params, request_id, stop_at_final)
         except EngineDead:
             if len(self.tokens) > produced:
                 raise
             # The engine died before this request produced anything (it was submitted in
             # the moment between the death and its discovery): the host has a new engine.
             log.warning("%s: engine died before the first token; retrying on a new engine", request_id)
-            return self._stream(prompt, params, f"{request_id}:retry", stop_at_final)
+            return await self._stream(prompt, params, f"{request_id}:retry", stop_at_final)
 
-    def _stream(self, prompt: list[int], params: SamplingParams, request_id: str,
-                stop_at_final: bool) -> str | None:
+    async def _stream(self, prompt: list[int], params: SamplingParams, request_id: str,
+                      stop_at_final: bool) -> str | None:
         stream = engine_host().stream(self.response.model, prompt, params, request_id=request_id)
-        with closing(stream):  # leaving early aborts the engine request
-            for chunk in stream:
+        async with aclosing(stream):  # leaving early aborts the engine request
+            async for chunk in stream:
                 if chunk is not None:
                     if chunk.cached_tokens:
                         self.usage.cached_tokens += chunk.cached_tokens
@@ -288,6 +303,8 @@ class Generation:
                         if chunk.logprobs is not None:
                             self.pending_logprobs.append(chunk.logprobs[index])
                         progress = self._feed(token_id)
+                        if self.starting_call is not None:
+                            await self._start_call()
                         if self.ready_call is not None:
                             return "tool_call"  # a call ended with <|end|> rather than <|call|>
                         if self.builder.summary_due is not None:
@@ -300,10 +317,10 @@ class Generation:
                                                  for step in progress):
                             return "final"
                     self.count_usage()
-                self.writer.tick()
+                await self.writer.tick()
         return None
 
-    def compact(self, history: list[dict[str, Any]]) -> None:
+    async def compact(self, history: list[dict[str, Any]]) -> None:
         """context_management: the served model summarizes the context (as a compaction
         turn does, POST /responses/compact) in an engine call of its own; the summary
         becomes this response's first output item, a ``compaction`` item, which stands for
@@ -318,8 +335,8 @@ class Generation:
             log.warning("%s: the context cannot be compacted (%s); it is kept", self.response.pk, error)
             return
         parts: list[str] = []
-        tokens, finished = self._side_call(prompt, settings.COMPACTION_MAX_OUTPUT_TOKENS, "compaction",
-                                           parts.append, budgeted=False)
+        tokens, finished = await self._side_call(prompt, settings.COMPACTION_MAX_OUTPUT_TOKENS, "compaction",
+                                                 parts.append, budgeted=False)
         self.compaction_tokens += tokens
         self.count_usage()
         summary = "".join(parts).strip()
@@ -329,20 +346,20 @@ class Generation:
             return
         self.builder.add_item(compaction.compaction_item(summary))
         self.builder.finish_item(None)
-        self._flush()
+        await self._flush()
 
-    def _summarize(self) -> None:
+    async def _summarize(self) -> None:
         """reasoning.summary: the served model writes a summary of the reasoning item it has
         just finished, in an engine call of its own, streamed into that item's summary
         before the model goes on."""
         self.summaries += 1
         prompt, cap = summary_prompt(self.builder.summary_due or "", self.summary_style or "auto")
-        tokens, _ = self._side_call(prompt, cap, f"summary{self.summaries}", self.builder.summary_delta)
+        tokens, _ = await self._side_call(prompt, cap, f"summary{self.summaries}", self.builder.summary_delta)
         self.summary_tokens += tokens
         self.count_usage()
         self.builder.finish_summary()
 
-    def _side_call(self, prompt: list[int], cap: int, name: str, on_answer: Callable[[str], None],
+    async def _side_call(self, prompt: list[int], cap: int, name: str, on_answer: Callable[[str], None],
                    budgeted: bool = True) -> tuple[int, bool]:
         """An engine call beside the response's own (a summary): its final answer's text
         goes to ``on_answer`` as it comes. Returns its output tokens (which count in usage;
@@ -357,8 +374,8 @@ class Generation:
         request_id = f"{self.response.pk}:{self.response.attempts}:{name}"
         stream = engine_host().stream(self.response.model, prompt, params, request_id=request_id)
         try:
-            with closing(stream):
-                for chunk in stream:
+            async with aclosing(stream):
+                async for chunk in stream:
                     for token_id in chunk.token_ids if chunk is not None else []:
                         for step in parser.feed(token_id):
                             if isinstance(step, MessageStarted):
@@ -367,7 +384,7 @@ class Generation:
                                 on_answer(step.text)
                             elif isinstance(step, MessageFinished) and in_answer:
                                 finished = True
-                    self.writer.tick()
+                    await self.writer.tick()
         except HarmonyOutputError as error:
             log.warning("%s: the output is not harmony (%s); keeping what came", request_id, error)
         return parser.output_tokens, finished
@@ -392,7 +409,9 @@ class Generation:
             tool_format = self.custom_formats.get(step.name or "") or {}
             self.grammar = tool_format if tool_format.get("type") == "grammar" else None
         if isinstance(step, MessageStarted) and step.kind == "tool_call":
-            self.call = self.toolbox.call_for(step.recipient or "")
+            self.starting_call = step.recipient or ""
+        elif self.starting_call is not None and isinstance(step, (ContentDelta, MessageFinished)):
+            self.held_steps.append(step)
         elif isinstance(step, MessageStarted) and step.kind == "client_call":
             self.call = ClientToolCall(self.builder, CLIENT_TOOLS[step.name or ""])
         elif self.call is not None and isinstance(step, ContentDelta):
@@ -408,6 +427,18 @@ class Generation:
             self.builder.apply(step)
         if not isinstance(step, ContentDelta):
             self.pending_logprobs = []  # header and end tokens belong to no text
+
+
+    async def _start_call(self) -> None:
+        """Make the server-side tool call that the model has begun (off the loop), and give it
+        the steps held meanwhile."""
+        if self.starting_call is None:
+            return
+        recipient, self.starting_call = self.starting_call, None
+        self.call = await self.off_loop.tool(self.toolbox.call_for, recipient)
+        held, self.held_steps = self.held_steps, []
+        for step in held:
+            self._route(step)
 
 
 def _format_constraint(output_format: dict[str, Any]) -> dict[str, Any]:

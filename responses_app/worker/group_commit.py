@@ -1,7 +1,7 @@
 """One transaction for the batches of all of a worker process's responses.
 
-Each response's task thread hands its batch (BatchWriter.flush) to the process's committer
-thread and waits for it. The committer takes every batch handed over meanwhile and commits
+Each response on the engine loop hands its batch (BatchWriter.flush) to the process's
+committer thread and awaits it. The committer takes every batch handed over meanwhile and commits
 them together (stream/store.save_group): a node streaming 256 responses commits a few
 groups per flush interval instead of a transaction, a commit and a PUBLISH per response,
 which one interpreter could not keep up with (bench/costs.py --node). Alone, a batch is
@@ -42,13 +42,17 @@ class GroupCommitter:
         self._thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
         self._thread.start()
 
-    def save(self, batch: Batch) -> bool:
-        """Commit ``batch`` with whatever else is handed over meanwhile; returns its cancel flag."""
+    def submit(self, batch: Batch) -> Future[bool]:
+        """Commit ``batch`` with whatever else is handed over meanwhile; the future of its
+        cancel flag."""
         handed = _Handed(batch)
         with self._ready:
             self._pending.append(handed)
             self._ready.notify()
-        return handed.cancel.result()
+        return handed.cancel
+
+    def save(self, batch: Batch) -> bool:
+        return self.submit(batch).result()
 
     def _run(self) -> None:
         while True:

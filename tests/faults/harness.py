@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import httpx
@@ -184,15 +185,18 @@ class TrialResult:
         return not self.problems
 
 
-def create_batch(stack: FaultStack, count: int, *, tag: str) -> list[str]:
+def create_batch(stack: FaultStack, count: int, *, tag: str, token_delay_ms: float = TOKEN_DELAY_MS,
+                 clients: int = 1) -> list[str]:
+    """``count`` background responses, created by ``clients`` clients at once."""
     client = stack.client()
-    ids = []
-    for index in range(count):
-        response = client.responses.create(model="echo", input=INPUT, background=True,
-                                           metadata={"echo_token_delay_ms": str(TOKEN_DELAY_MS),
-                                                     "trial": f"{tag}-{index}"})
-        ids.append(response.id)
-    return ids
+
+    def create(index: int) -> str:
+        return client.responses.create(model="echo", input=INPUT, background=True,
+                                       metadata={"echo_token_delay_ms": f"{token_delay_ms:g}",
+                                                 "trial": f"{tag}-{index}"}).id
+
+    with ThreadPoolExecutor(clients) as pool:
+        return list(pool.map(create, range(count)))
 
 
 def expected_text(stack: FaultStack) -> str:
@@ -204,16 +208,18 @@ def expected_text(stack: FaultStack) -> str:
 
 
 def run_trial(stack: FaultStack, fault: str, inject: Callable[[FaultStack, list[str]], list[str]], *,
-              count: int, followed: int, expected: str, patience_s: float = 90.0) -> TrialResult:
+              count: int, followed: int, expected: str, patience_s: float = 90.0,
+              token_delay_ms: float = TOKEN_DELAY_MS, clients: int = 1, running: int = 1) -> TrialResult:
     """``count`` background responses, the first ``followed`` of them followed as streams;
-    ``inject`` breaks something once they run (it may create more responses, which it
-    returns) and puts the stack back. Then every response must end and check out."""
-    ids = create_batch(stack, count, tag=fault)
+    ``inject`` breaks something once ``running`` of them have streamed output (it may
+    create more responses, which it returns) and puts the stack back. Then every response
+    must end and check out."""
+    ids = create_batch(stack, count, tag=fault, token_delay_ms=token_delay_ms, clients=clients)
     followers = [Follower(stack, response_id) for response_id in ids[:followed]]
     threads = [threading.Thread(target=f.run, args=(patience_s,), daemon=True) for f in followers]
     for thread in threads:
         thread.start()
-    _wait_for_output(stack, ids)
+    _wait_for_output(stack, ids, running)
     fault_at = time.time()
     fault_problems: list[str] = []
     try:
@@ -229,14 +235,15 @@ def run_trial(stack: FaultStack, fault: str, inject: Callable[[FaultStack, list[
     return result
 
 
-def _wait_for_output(stack: FaultStack, ids: list[str], timeout: float = 30) -> None:
-    """Until at least one response has streamed output, so that the fault lands mid-run."""
+def _wait_for_output(stack: FaultStack, ids: list[str], running: int = 1, timeout: float = 30) -> None:
+    """Until ``running`` responses have streamed output, so that the fault lands mid-run."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if stack.sql("SELECT 1 FROM responses_app_outputitem WHERE response_id = ANY(%s) LIMIT 1", ids):
+        if stack.sql("SELECT count(DISTINCT response_id) FROM responses_app_outputitem WHERE response_id = ANY(%s)",
+                     ids)[0][0] >= running:
             return
         time.sleep(0.05)
-    raise AssertionError("no response produced output before the fault")
+    raise AssertionError(f"fewer than {running} responses produced output before the fault")
 
 
 def _wait_for_terminal(stack: FaultStack, ids: list[str], deadline: float) -> dict[str, float]:

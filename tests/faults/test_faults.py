@@ -47,6 +47,31 @@ def test_every_response_and_stream_ends_with_dense_events_after(fault, fault_sta
         assert harness.stack_serves(fault_stack), f"the stack does not serve after trial {trial} of {fault}"
 
 
+# A worker process whose engine loop carries 200 responses at once, killed under them.
+CROWD = 200
+
+
+@pytest.fixture(scope="module")
+def crowded_stack() -> Iterator[harness.FaultStack]:
+    stack = harness.FaultStack("faults-crowded", worker_concurrency=CROWD + 8)
+    try:
+        stack.up()
+        yield stack
+    finally:
+        stack.down()
+
+
+def test_a_worker_killed_with_200_responses_on_its_loop_ends_each_once(crowded_stack):
+    expected = harness.expected_text(crowded_stack)
+    # 60 ms a token: each answers for about 8 s, so that all 200 run when the worker dies.
+    result = harness.run_trial(crowded_stack, "worker SIGKILL", harness.kill_worker, count=CROWD, followed=4,
+                               expected=expected, token_delay_ms=60, clients=16, running=CROWD)
+    assert result.ok, harness.describe(result)
+    assert result.ended == result.responses == CROWD
+    assert (result.lost_events, result.duplicated_events) == (0, 0)
+    assert harness.stack_serves(crowded_stack)
+
+
 @pytest.mark.parametrize("fault", harness.BATCH_FAULTS)
 def test_a_batch_completes_through_a_fault_with_each_request_run_once(fault, fault_stack, expected_text):
     harness.prepare(fault_stack, fault)
