@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextvars
 import functools
 import json
 import os
@@ -545,22 +544,22 @@ class CommitLag:
     """When the engine emitted each token, and how long each waited for its event's commit.
 
     The echo engine's ``generate`` stamps each token as it yields it (on the engine loop);
-    each response (a task on that loop) counts the tokens it took from the engine host's
-    stream, and each commit of its batch writer (``flush``, ``end``) settles the tokens
-    taken since the last."""
+    each response counts the tokens it took from the engine host's stream; the flusher's
+    draining of a response's builder (``take_batch``) marks the tokens taken so far, and
+    the commit of that batch (``settle``), or the response's end, settles them."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        # The current response's (request id, tokens taken): each response is a task of its own.
-        self._current: contextvars.ContextVar[list[Any] | None] = contextvars.ContextVar("commit_lag", default=None)
-        self.emitted: dict[str, list[float]] = defaultdict(list)  # request id -> each token's emission
+        self.emitted: dict[str, list[float]] = defaultdict(list)  # response id -> each token's emission
+        self._taken: dict[str, int] = defaultdict(int)
+        self._drained: dict[str, int] = defaultdict(int)
         self._settled: dict[str, int] = defaultdict(int)
         self.lags: list[tuple[float, float]] = []  # (emission, wait until committed)
 
     def reset(self) -> None:
         with self._lock:
-            self.emitted.clear()
-            self._settled.clear()
+            for table in (self.emitted, self._taken, self._drained, self._settled):
+                table.clear()
             self.lags.clear()
 
     def install(self) -> None:
@@ -569,48 +568,50 @@ class CommitLag:
         from responses_app.worker.batch_writer import BatchWriter
 
         lag, generate, stream = self, EchoEngine.generate, EngineHost.stream
+        take_batch, settle, end = BatchWriter.take_batch, BatchWriter.settle, BatchWriter.end
 
         async def stamped(engine: Any, prompt: list[int], params: Any, request_id: str) -> Any:
             async for chunk in generate(engine, prompt, params, request_id):
                 now = time.monotonic()
                 with lag._lock:
-                    lag.emitted[request_id].extend([now] * len(chunk.token_ids))
+                    lag.emitted[request_id.split(":")[0]].extend([now] * len(chunk.token_ids))
                 yield chunk
 
         async def counted(host: Any, model: str, prompt: list[int], params: Any, request_id: str,
                           **kwargs: Any) -> Any:
             inner = stream(host, model, prompt, params, request_id, **kwargs)
-            current = [request_id, 0]
-            lag._current.set(current)  # an async generator runs in its caller's (the task's) context
+            response_id = request_id.split(":")[0]
             try:
                 async for chunk in inner:
                     if chunk is not None:
-                        current[1] += len(chunk.token_ids)
+                        lag._taken[response_id] += len(chunk.token_ids)
                     yield chunk
             finally:
                 await inner.aclose()  # the caller closing this stream aborts the engine request
 
+        def drained(writer: Any) -> Any:
+            if writer._unsaved is None:  # a new batch: the tokens taken so far are in it
+                lag._drained[writer.response.pk] = lag._taken[writer.response.pk]
+            return take_batch(writer)
+
+        def settled(writer: Any, outcome: Any) -> None:
+            settle(writer, outcome)
+            if isinstance(outcome, bool):
+                lag._settle(writer.response.pk, lag._drained[writer.response.pk])
+
+        async def ended(writer: Any, *args: Any, **kwargs: Any) -> None:
+            await end(writer, *args, **kwargs)
+            lag._settle(writer.response.pk, lag._taken[writer.response.pk])
+
         EchoEngine.generate, EngineHost.stream = stamped, counted
-        for name in ("flush", "end"):
-            self._settle_after(BatchWriter, name)
+        BatchWriter.take_batch, BatchWriter.settle, BatchWriter.end = drained, settled, ended
 
-    def _settle_after(self, owner: Any, name: str) -> None:
-        original = getattr(owner, name)
-
-        @functools.wraps(original)
-        async def committed(*args: Any, **kwargs: Any) -> Any:
-            result = await original(*args, **kwargs)
-            current = self._current.get()
-            if current is not None:
-                request_id, taken = current
-                now = time.monotonic()
-                with self._lock:
-                    stamps = self.emitted[request_id][self._settled[request_id]:taken]
-                    self._settled[request_id] = taken
-                    self.lags.extend((stamp, now - stamp) for stamp in stamps)
-            return result
-
-        setattr(owner, name, committed)
+    def _settle(self, response_id: str, upto: int) -> None:
+        now = time.monotonic()
+        with self._lock:
+            stamps = self.emitted[response_id][self._settled[response_id]:upto]
+            self._settled[response_id] = max(upto, self._settled[response_id])
+            self.lags.extend((stamp, now - stamp) for stamp in stamps)
 
     def steady(self) -> tuple[float, float, int, list[float]]:
         """While every response streamed (from the last first token to the first last token:
@@ -679,13 +680,14 @@ def measure_node(lag: CommitLag, key: str, rates: list[int], count: int) -> dict
             list(pool.map(_run_and_disconnect, ids))
         wall = time.monotonic() - wall_before
         process = time.process_time() - process_before
+        start, end, window_tokens, lags = lag.steady()
+        # The echo engine alone, at the same pace (its tokens stamped as in the run).
         engine = echo_alone(ids, count)
         calibration = (calibration + calibration_ms()) / 2
         rows = list(Response.objects.filter(pk__in=ids).values_list("status", "usage"))
         if {status for status, _ in rows} != {"completed"}:
             raise RuntimeError(f"node at {rate}/s: responses ended {sorted({status for status, _ in rows})}")
         tokens = sum(usage["output_tokens"] for _, usage in rows)
-        start, end, window_tokens, lags = lag.steady()
         steady_process = samples.between(start, end)
         steady_us = (steady_process / window_tokens - engine / tokens) * 1e6
         levels[rate] = {
@@ -774,7 +776,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each; the median round is reported")
     parser.add_argument("--node", action="store_true",
                         help="only the GPU-node mode: --node-responses plain answers at each of --node-rates")
-    parser.add_argument("--node-rates", default="1000,2000,4000,8000",
+    parser.add_argument("--node-rates", default="1000,2000,4000,8000,16000",
                         type=lambda s: [int(rate) for rate in s.split(",")], help="aggregate tokens/s offered")
     parser.add_argument("--node-responses", type=int, default=256, help="responses streaming at once")
     parser.add_argument("--child", nargs=2, metavar=("DATABASE_URL", "REDIS_URL"), help=argparse.SUPPRESS)

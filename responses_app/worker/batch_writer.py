@@ -1,9 +1,11 @@
 """A worker's writes for one response: its events in batches, its lease, its end.
 
-The builder's events are committed at most EVENT_FLUSH_INTERVAL_S after they appear, with
-the other responses' batches of this process (worker/group_commit.py); the lease is
-renewed at least every LEASE_RENEW_S; the cancel flag is read from the process's
-cancel watch in between, so a cancel is noticed within a second.
+The builder's events are committed at most EVENT_FLUSH_INTERVAL_S after they appear, in
+one group with the other responses' of this process (worker/flusher.py, then
+worker/group_commit.py); the lease is renewed at least every LEASE_RENEW_S; the cancel
+flag comes back with each commit and from the process's cancel watch, so a cancel is
+noticed within a second. The response never waits for a commit while it streams; it
+learns a commit's outcome at its next tick.
 
 A database restart is ridden out: a batch that could not be committed is kept and tried
 again until the lease that the last commit renewed runs out (after that the reaper may
@@ -19,7 +21,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError
 
 from responses_app.lib.db_outage import DATABASE_DOWN, RETRY_INTERVAL_S, reconnect
 from responses_app.models import Response, ResponseStatus
@@ -27,6 +28,8 @@ from responses_app.services.ended import end_response
 from responses_app.stream.builder import EventBuilder
 from responses_app.stream.store import Batch, LeaseLost
 from responses_app.worker.cancel_watch import cancel_watch
+from responses_app.worker.flusher import flusher
+from responses_app.worker.group_commit import Outcome
 from responses_app.worker.off_loop import OffLoop
 
 log = logging.getLogger(__name__)
@@ -44,55 +47,48 @@ class CancelRequested(Exception):
     pass
 
 
-@dataclass
+@dataclass(eq=False)
 class BatchWriter:
     """Commits the builder's events and renews the lease; raises CancelRequested once the
     cancel flag is seen, and LeaseLost once the lease is gone. Its coroutines run on the
-    engine loop; a tool call in its thread uses the ``*_from_thread`` forms."""
+    engine loop; code of the response in a tool thread (``lent``) uses the ``*_from_thread``
+    forms."""
 
     response: Response
     owner: str
     builder: EventBuilder
     off_loop: OffLoop
     loop: asyncio.AbstractEventLoop
-    last_flush: float = field(default_factory=time.monotonic)
-    # Events and items drained from the builder whose commit failed (the database broke).
+    last_commit: float = field(default_factory=time.monotonic)
+    lent: bool = False  # the response's code runs in a tool thread: only it may drain the builder
+    broke: bool = False  # the last commit of the unsaved batch failed with the database down
     _unsaved: tuple[list[dict[str, Any]], list[tuple[int, dict[str, Any]]]] | None = None
+    _cancel: bool = False
+    _failure: BaseException | None = None
 
     async def tick(self) -> None:
-        now = time.monotonic()
-        if self.builder.has_pending_events and now - self.last_flush >= settings.EVENT_FLUSH_INTERVAL_S:
-            cancel = await self.flush()
-        elif now - self.last_flush >= settings.LEASE_RENEW_S:
-            cancel = await self.flush()
-        else:
-            cancel = cancel_watch().cancel_requested(self.response.pk)
-        if cancel:
+        """Between chunks: raise what the commits found; mark the writer due when it has
+        events or its lease needs renewing (a lent writer commits them now)."""
+        self._raise_failure()
+        if self.builder.has_pending_events or time.monotonic() - self.last_commit >= settings.LEASE_RENEW_S:
+            if self.lent:
+                since = time.monotonic() - self.last_commit
+                if since >= settings.EVENT_FLUSH_INTERVAL_S:
+                    await self.flush()
+            elif not self.broke:  # a batch that failed (the database down) is handed again later
+                flusher().due(self)
+        if self._cancel or cancel_watch().cancel_requested(self.response.pk):
             raise CancelRequested()
 
     async def flush(self) -> bool:
-        """Commit now; returns the cancel flag."""
-        if self._unsaved is None:
-            self._unsaved = self.builder.drain()
-        events, items = self._unsaved
-        broke = False
+        """Commit what is pending now; returns the cancel flag (raises LeaseLost, or the
+        database's error once the lease is nearly out)."""
         while True:
-            try:
-                cancel = await self.off_loop.commit(Batch(self.response, self.owner, events, items))
-                break
-            except IntegrityError:
-                # After a broken connection the commit may have landed without our hearing of it.
-                if not (broke and events and await self.off_loop.database(self._committed,
-                                                                          events[-1]["sequence_number"])):
-                    raise
-                cancel = False
-                break
-            except DATABASE_DOWN as error:
-                broke = True
-                await self._wait_for_database(error)
-        self._unsaved = None
-        self.last_flush = time.monotonic()
-        return cancel
+            await flusher().flush(self)
+            self._raise_failure()
+            if self._unsaved is None:
+                return self._cancel
+            await asyncio.sleep(RETRY_INTERVAL_S)  # the database is down
 
     def flush_from_thread(self) -> bool:
         return asyncio.run_coroutine_threadsafe(self.flush(), self.loop).result()
@@ -100,13 +96,48 @@ class BatchWriter:
     def tick_from_thread(self) -> None:
         asyncio.run_coroutine_threadsafe(self.tick(), self.loop).result()
 
+    # --- the flusher's side ------------------------------------------------------------------
+
+    def take_batch(self) -> Batch:
+        """The batch to commit: the one that failed last (the database was down), else the
+        builder's pending events (none: a lease renewal)."""
+        if self._unsaved is None:
+            self._unsaved = self.builder.drain()
+        events, items = self._unsaved
+        return Batch(self.response, self.owner, events, items)
+
+    def settle(self, outcome: Outcome) -> None:
+        if isinstance(outcome, bool):
+            self._unsaved, self.broke = None, False
+            self.last_commit = time.monotonic()
+            self._cancel |= outcome
+        elif isinstance(outcome, DATABASE_DOWN):
+            self.broke = True
+            if time.monotonic() + RETRY_INTERVAL_S > self.last_commit + settings.LEASE_TTL_S - LEASE_MARGIN_S:
+                self._failure = outcome
+            else:
+                log.warning("%s: the database is unavailable (%s); trying again", self.response.pk, outcome)
+        else:
+            self._failure = outcome
+
+    async def landed(self) -> bool:
+        """After a broken connection: whether the unsaved batch's commit landed unheard."""
+        events = self._unsaved[0] if self._unsaved else []
+        return bool(events) and await self.off_loop.database(self._committed, events[-1]["sequence_number"])
+
+    def _raise_failure(self) -> None:
+        if self._failure is not None:
+            raise self._failure
+
+    # --- the end ---------------------------------------------------------------------------
+
     async def end(self, status: str, *, error: dict[str, Any] | None, incomplete_details: dict[str, Any] | None,
                   usage: dict[str, Any]) -> None:
         """Write what is pending with the terminal state, and what follows a response's end
         (services/ended.end_response). Raises LeaseLost when another party ended or removed
         the response first."""
-        if self._unsaved is not None:
-            await self.flush()
+        # No batch of this response may be in flight while its end is written.
+        await self.flush()
         builder: EventBuilder | None = self.builder
         next_sequence_number = self.builder.next_sequence_number
         while True:
@@ -120,17 +151,13 @@ class BatchWriter:
                     # The broken transaction took the builder's last events with it: end from
                     # the committed rows instead (as the reaper would), failed, saying so.
                     builder, status, error, incomplete_details = None, ResponseStatus.FAILED, LOST_OUTPUT_ERROR, None
-                await self._wait_for_database(database_error)
+                if time.monotonic() + RETRY_INTERVAL_S > self.last_commit + settings.LEASE_TTL_S - LEASE_MARGIN_S:
+                    raise
+                log.warning("%s: the database is unavailable (%s); trying again", self.response.pk, database_error)
+                await self.off_loop.database(reconnect)
+                await asyncio.sleep(RETRY_INTERVAL_S)
         if not ended:
             raise LeaseLost(self.response.pk)
-
-    async def _wait_for_database(self, error: Exception) -> None:
-        """Sleep before the next try, or raise ``error`` once the lease is nearly out."""
-        if time.monotonic() + RETRY_INTERVAL_S > self.last_flush + settings.LEASE_TTL_S - LEASE_MARGIN_S:
-            raise error
-        log.warning("%s: the database is unavailable (%s); trying again", self.response.pk, error)
-        await self.off_loop.database(reconnect)
-        await asyncio.sleep(RETRY_INTERVAL_S)
 
     def _committed(self, sequence_number: int) -> bool:
         return Response.objects.filter(pk=self.response.pk, last_sequence_number__gte=sequence_number).exists()

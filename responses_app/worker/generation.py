@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable
 from contextlib import aclosing
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, TypeVar
 
 from django.conf import settings
 
@@ -40,6 +40,7 @@ from responses_app.worker.off_loop import OffLoop
 from responses_app.worker.tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
 
 
@@ -66,7 +67,7 @@ async def generate(
     await writer.flush()  # response.in_progress goes out before the first token
     generation = Generation(response, builder, writer, usage, history, off_loop)
     try:
-        await off_loop.tool(generation.toolbox.prepare)
+        await generation.in_tool_thread(generation.toolbox.prepare)
         prompt = await off_loop.database(_prompt, response, history, builder.output)
         if _compaction_due(response, len(prompt), builder.output):
             await generation.compact(history)
@@ -182,6 +183,15 @@ class Generation:
         if self.writer.flush_from_thread():
             raise CancelRequested()
 
+    async def in_tool_thread(self, function: Callable[..., T], *args: Any) -> T:
+        """Run the response's own code (a tool call, with its items and events) in a tool
+        thread; meanwhile its builder is that thread's (the writer is lent to it)."""
+        self.writer.lent = True
+        try:
+            return await self.off_loop.tool(function, *args)
+        finally:
+            self.writer.lent = False
+
     @property
     def parser(self) -> OutputParser:
         return self.parsers[-1]
@@ -195,7 +205,7 @@ class Generation:
             prefill = []
             if end.call is None:
                 return end.status, end.details
-            result = await self.off_loop.tool(end.call.execute)
+            result = await self.in_tool_thread(end.call.execute)
             if result is None:
                 return ResponseStatus.COMPLETED, None  # waits for the client: an approval, a client tool's output
             prompt = prompt + end.tokens + tool_result_tokens(result.author, result.text, result.channel)
@@ -435,7 +445,7 @@ class Generation:
         if self.starting_call is None:
             return
         recipient, self.starting_call = self.starting_call, None
-        self.call = await self.off_loop.tool(self.toolbox.call_for, recipient)
+        self.call = await self.in_tool_thread(self.toolbox.call_for, recipient)
         held, self.held_steps = self.held_steps, []
         for step in held:
             self._route(step)

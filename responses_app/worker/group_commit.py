@@ -1,16 +1,16 @@
 """One transaction for the batches of all of a worker process's responses.
 
-Each response on the engine loop hands its batch (BatchWriter.flush) to the process's
-committer thread and awaits it. The committer takes every batch handed over meanwhile and commits
-them together (stream/store.save_group): a node streaming 256 responses commits a few
-groups per flush interval instead of a transaction, a commit and a PUBLISH per response,
-which one interpreter could not keep up with (bench/costs.py --node). Alone, a batch is
-committed at once: the wait is one thread hop.
+The process's flusher (worker/flusher.py) hands the batches of all its responses to the
+committer thread at once, every EVENT_FLUSH_INTERVAL_S at most, and the committer commits
+them together (stream/store.save_group): a node streaming 256 responses commits a group
+per flush interval instead of a transaction, a commit and a PUBLISH per response, which
+one interpreter could not keep up with (bench/costs.py --node). What is handed over while
+a group commits goes in the next one.
 
-What a writer sees is what save_events gives it: its cancel flag, LeaseLost when its lease
-is gone (nothing of it written), or the database's error. A group that fails for any other
-reason than the database being down is committed again one batch at a time, so that one
-response's error (an IntegrityError after a commit that landed unheard) stays its own.
+What each batch gets is what save_events gives it: its cancel flag, LeaseLost when its
+lease is gone (nothing of it written), or the database's error. A group that fails for any
+other reason than the database being down is committed again one batch at a time, so that
+one response's error (an IntegrityError after a commit that landed unheard) stays its own.
 """
 
 from __future__ import annotations
@@ -27,12 +27,14 @@ from responses_app.lib.db_outage import DATABASE_DOWN, reconnect
 from responses_app.stream.store import Batch, LeaseLost, save_events, save_group
 
 log = logging.getLogger(__name__)
+# A batch's outcome: its cancel flag, or what its commit raised.
+Outcome = bool | BaseException
 
 
 @dataclass
 class _Handed:
-    batch: Batch
-    cancel: Future[bool] = field(default_factory=Future)
+    batches: list[Batch]
+    outcomes: Future[list[Outcome]] = field(default_factory=Future)
 
 
 class GroupCommitter:
@@ -42,17 +44,14 @@ class GroupCommitter:
         self._thread = threading.Thread(target=self._run, name="group-commit", daemon=True)
         self._thread.start()
 
-    def submit(self, batch: Batch) -> Future[bool]:
-        """Commit ``batch`` with whatever else is handed over meanwhile; the future of its
-        cancel flag."""
-        handed = _Handed(batch)
+    def submit(self, batches: list[Batch]) -> Future[list[Outcome]]:
+        """Commit ``batches`` with whatever else is handed over meanwhile; the future of
+        their outcomes, in order."""
+        handed = _Handed(batches)
         with self._ready:
             self._pending.append(handed)
             self._ready.notify()
-        return handed.cancel
-
-    def save(self, batch: Batch) -> bool:
-        return self.submit(batch).result()
+        return handed.outcomes
 
     def _run(self) -> None:
         while True:
@@ -63,33 +62,33 @@ class GroupCommitter:
             self._commit(group)
 
     def _commit(self, group: list[_Handed]) -> None:
-        try:
-            renewed = save_group([handed.batch for handed in group])
-        except DATABASE_DOWN as error:
-            reconnect()  # this thread's connection; each writer waits and hands its batch again
-            for handed in group:
-                handed.cancel.set_exception(error)
-            return
-        except Exception:
-            log.warning("a group of %d batches failed; committing them one by one", len(group), exc_info=True)
-            self._commit_each(group)
-            return
+        batches = [batch for handed in group for batch in handed.batches]
+        outcomes = self._outcomes(batches)
+        start = 0
         for handed in group:
-            cancel = renewed.get(handed.batch.response.pk)
-            if cancel is None:
-                handed.cancel.set_exception(LeaseLost(handed.batch.response.pk))
-            else:
-                handed.cancel.set_result(cancel)
+            handed.outcomes.set_result(outcomes[start:start + len(handed.batches)])
+            start += len(handed.batches)
 
-    def _commit_each(self, group: list[_Handed]) -> None:
-        for handed in group:
-            batch = handed.batch
-            try:
-                handed.cancel.set_result(save_events(batch.response, batch.owner, batch.events, batch.items))
-            except BaseException as error:  # noqa: BLE001 - the writer's, raised in its thread
-                if isinstance(error, DATABASE_DOWN):
-                    reconnect()
-                handed.cancel.set_exception(error)
+    def _outcomes(self, batches: list[Batch]) -> list[Outcome]:
+        try:
+            renewed = save_group(batches)
+        except DATABASE_DOWN as error:
+            reconnect()  # this thread's connection; each writer keeps its batch and hands it again
+            return [error] * len(batches)
+        except Exception:
+            log.warning("a group of %d batches failed; committing them one by one", len(batches), exc_info=True)
+            return [_commit_alone(batch) for batch in batches]
+        return [renewed[batch.response.pk] if batch.response.pk in renewed else LeaseLost(batch.response.pk)
+                for batch in batches]
+
+
+def _commit_alone(batch: Batch) -> Outcome:
+    try:
+        return save_events(batch.response, batch.owner, batch.events, batch.items)
+    except BaseException as error:  # noqa: BLE001 - the writer's, raised on its side
+        if isinstance(error, DATABASE_DOWN):
+            reconnect()
+        return error
 
 
 _committer: GroupCommitter | None = None
@@ -112,4 +111,7 @@ def save(batch: Batch) -> bool:
     the committer's connection would not see its rows."""
     if connection.in_atomic_block:
         return save_events(batch.response, batch.owner, batch.events, batch.items)
-    return group_committer().save(batch)
+    [outcome] = group_committer().submit([batch]).result()
+    if isinstance(outcome, BaseException):
+        raise outcome
+    return outcome

@@ -3,7 +3,7 @@
 The loop parses tokens and builds events for every response of the process; it never
 waits on the database or on a tool. A response's ORM work (its history and prompt, its
 end) runs in a small pool of database threads, its event batches go to the process's
-committer (worker/group_commit.py), and its server-side tool calls run in a pool of tool
+committer (worker/flusher.py), and its server-side tool calls run in a pool of tool
 threads, sized for waits, not for CPU.
 
 A caller that runs a response inside a transaction of its own (a test in one) shares its
@@ -23,9 +23,6 @@ from typing import ParamSpec, TypeVar
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, close_old_connections, connections
 from django.db.backends.base.base import BaseDatabaseWrapper
-
-from responses_app.stream.store import Batch, save_events
-from responses_app.worker import group_commit
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -54,12 +51,6 @@ class OffLoop:
     async def tool(self, function: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """``function`` (a tool call, with the ORM work around it) in a tool thread."""
         return await self._in(_tool_threads, function, *args, **kwargs)
-
-    async def commit(self, batch: Batch) -> bool:
-        """Commit ``batch`` with the other responses' batches of the process; its cancel flag."""
-        if self.shared is not None:
-            return await self.database(save_events, batch.response, batch.owner, batch.events, batch.items)
-        return await asyncio.wrap_future(group_commit.group_committer().submit(batch))
 
     async def _in(self, executor: ThreadPoolExecutor, function: Callable[..., T], *args: object,
                   **kwargs: object) -> T:

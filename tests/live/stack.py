@@ -121,7 +121,8 @@ class LiveStack:
         # Worker and beat get a node name of their own so that several stacks (or a
         # developer's `make run`) on one Redis never answer each other's inspections.
         return {
-            "web": [str(bin_dir / "daphne"), "-b", "127.0.0.1", "-p", str(self.port), "project.asgi:application"],
+            "web": [str(bin_dir / "daphne"), "-e", f"tcp:port={self.port}:interface=127.0.0.1:backlog=1024",
+                    "project.asgi:application"],
             # Its threads wait for responses that run on the engine loop (worker/run.py): 128
             # let a test run 100 responses at once.
             "worker": [str(bin_dir / "celery"), "-A", "project", "worker", "--pool", "threads", "--concurrency",

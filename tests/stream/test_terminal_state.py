@@ -33,7 +33,7 @@ from responses_app.stream.builder import EventBuilder
 from responses_app.stream.store import save_batch
 from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
-from responses_app.worker import run as worker_run
+from responses_app.worker.cancel_watch import CancelWatch
 from responses_app.worker.claim import claim
 from responses_app.worker.run import run_response
 
@@ -104,12 +104,9 @@ def test_cancelled_while_queued(tenant):
 
 
 def test_cancelled_while_running_by_its_worker(tenant, monkeypatch):
-    def claim_then_cancel(response_id: str, owner: str) -> Response | None:
-        claimed = claim(response_id, owner)
-        request_cancel(Response.objects.get(pk=response_id))  # running: only the flag is set
-        return claimed
-
-    monkeypatch.setattr(worker_run, "claim", claim_then_cancel)
+    # The cancel watch reports the flag from the tenth tick on: mid-way through the reasoning.
+    ticks = iter(range(1_000_000))
+    monkeypatch.setattr(CancelWatch, "cancel_requested", lambda watch, response_id: next(ticks) >= 10)
     response = create(tenant, input=LONG_ANSWER, background=True, metadata={"echo_token_delay_ms": "5"})
     run_response(response.pk)
     announced = assert_terminal_event_equals_get(response.pk, ResponseStatus.CANCELLED)
