@@ -13,7 +13,7 @@ the batch, the same interactive creates run alone. It prints:
   1.5 at p50).
 
     .venv/bin/python bench/batch.py [--requests 50000] [--database sqlite|postgresql]
-                                    [--interactive 40] [--interval 0.5] [--worker-concurrency 64]
+                                    [--interactive 40] [--interval 0.5] [--worker-concurrency 264]
 
 It starts its own PostgreSQL and Redis (scripts/test-services.sh in .run/bench-batch) and
 stops everything it started. Figures are printed, never asserted. The last line is
@@ -164,7 +164,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--interactive", type=int, default=40, help="interactive creates measured alone")
     parser.add_argument("--interval", type=float, default=0.5, help="seconds between interactive creates")
     parser.add_argument("--in-flight", type=int, default=4, help="BATCH_MAX_IN_FLIGHT")
-    parser.add_argument("--worker-concurrency", type=int, default=64, help="the worker's threads (Procfile: 64)")
+    parser.add_argument("--worker-concurrency", type=int, default=264,
+                        help="the worker's threads (a deployment's default: 256 response slots, and 8)")
     return parser.parse_args()
 
 

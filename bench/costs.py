@@ -546,7 +546,8 @@ class CommitLag:
     The echo engine's ``generate`` stamps each token as it yields it (on the engine loop);
     each response counts the tokens it took from the engine host's stream; the flusher's
     draining of a response's builder (``take_batch``) marks the tokens taken so far, and
-    the commit of that batch (``settle``), or the response's end, settles them."""
+    the commit of that batch (``settle``), or the response's end, settles them; tokens
+    whose parsing made no event are settled at the writer's next tick."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -568,7 +569,7 @@ class CommitLag:
         from responses_app.worker.batch_writer import BatchWriter
 
         lag, generate, stream = self, EchoEngine.generate, EngineHost.stream
-        take_batch, settle, end = BatchWriter.take_batch, BatchWriter.settle, BatchWriter.end
+        take_batch, settle, end, tick = BatchWriter.take_batch, BatchWriter.settle, BatchWriter.end, BatchWriter.tick
 
         async def stamped(engine: Any, prompt: list[int], params: Any, request_id: str) -> Any:
             async for chunk in generate(engine, prompt, params, request_id):
@@ -599,12 +600,19 @@ class CommitLag:
             if isinstance(outcome, bool):
                 lag._settle(writer.response.pk, lag._drained[writer.response.pk])
 
+        async def ticked(writer: Any) -> None:
+            await tick(writer)
+            if not writer.builder.has_pending_events and writer._unsaved is None:
+                # Nothing of the tokens taken so far waits for a commit (a token that made
+                # no event of its own, a header's, is not held to the next one's).
+                lag._settle(writer.response.pk, lag._taken[writer.response.pk])
+
         async def ended(writer: Any, *args: Any, **kwargs: Any) -> None:
             await end(writer, *args, **kwargs)
             lag._settle(writer.response.pk, lag._taken[writer.response.pk])
 
         EchoEngine.generate, EngineHost.stream = stamped, counted
-        BatchWriter.take_batch, BatchWriter.settle, BatchWriter.end = drained, settled, ended
+        BatchWriter.take_batch, BatchWriter.settle, BatchWriter.end, BatchWriter.tick = drained, settled, ended, ticked
 
     def _settle(self, response_id: str, upto: int) -> None:
         now = time.monotonic()

@@ -2,13 +2,13 @@
 
 "raw" runs the tiny random gpt-oss on a bare AsyncLLM in this process; "stack" sends the
 same load through the whole stack (HTTP create -> Celery -> vLLM -> events in PostgreSQL
--> SSE -> the openai SDK). Both run 1, 8 and 32 concurrent responses of exactly N tokens:
+-> SSE -> the openai SDK). Both run 1, 8, 32, 128 and 256 concurrent responses of exactly N tokens:
 the random model never finishes its first harmony header, so greedy decoding with
 ``max_output_tokens=N`` always runs N tokens and ends ``incomplete``. Both engines stay up
 and the two take turns, round by round (5 rounds per level by default); the report gives
 the median tokens/s of each side, and stack/raw as the median of the rounds' own ratios.
 
-    .venv/bin/python bench/engine_overhead.py [--tokens 512] [--levels 1,8,32] [--rounds 5]
+    .venv/bin/python bench/engine_overhead.py [--tokens 512] [--levels 1,8,32,128,256] [--rounds 5]
 
 It starts its own PostgreSQL and Redis (scripts/test-services.sh in .run/bench, so a
 concurrent ``make test`` in .run/test is left alone) and stops everything it started, also
@@ -440,12 +440,13 @@ def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     # 512: long enough that the 1-concurrent run lasts seconds, short enough for a few minutes in all.
     parser.add_argument("--tokens", type=int, default=512, help="tokens per response (N)")
-    parser.add_argument("--levels", default="1,8,32", help="concurrency levels, comma-separated")
+    parser.add_argument("--levels", default="1,8,32,128,256", help="concurrency levels, comma-separated")
     # Several short rounds, raw and stack taking turns: the machine's background load drifts
     # over minutes, and one raw phase followed by one stack phase measured that drift too.
     parser.add_argument("--rounds", type=int, default=5, help="rounds per level and phase")
-    parser.add_argument("--worker-concurrency", type=int, default=64,
-                        help="the vllm-worker's Celery threads (the Procfile's default is 64)")
+    parser.add_argument("--worker-concurrency", type=int, default=264,
+                        help="the vllm-worker's Celery threads (a deployment's default: one for each of its "
+                             "256 response slots, and 8)")
     return parser.parse_args()
 
 

@@ -520,7 +520,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--databases", default="postgresql,sqlite", type=lambda s: s.split(","))
     parser.add_argument("--replays", type=int, default=5, help="replays of the finished 13,000-event response")
     parser.add_argument("--fanout", action="store_true", help=f"also {FANOUT_READERS} readers of one response")
-    parser.add_argument("--worker-concurrency", type=int, default=64, help="the worker's threads (Procfile: 64)")
+    parser.add_argument("--worker-concurrency", type=int, default=264,
+                        help="the worker's threads (a deployment's default: 256 response slots, and 8)")
     return parser.parse_args()
 
 

@@ -21,6 +21,10 @@ def continue_steered(response: Response) -> None:
     lanes.response_ended."""
     if response.status not in (ResponseStatus.COMPLETED, ResponseStatus.INCOMPLETE):
         return
+    if not response.steer_requested:
+        # Steering input is written with the flag, under the row lock that the terminal
+        # write holds (sessions/steering.py): without it there is none, and no query.
+        return
     steers = steering.queued_input(response)
     if not steers:
         return

@@ -67,7 +67,8 @@ async def generate(
     await writer.flush()  # response.in_progress goes out before the first token
     generation = Generation(response, builder, writer, usage, history, off_loop)
     try:
-        await generation.in_tool_thread(generation.toolbox.prepare)
+        if generation.toolbox.preparing():
+            await generation.in_tool_thread(generation.toolbox.prepare)
         prompt = await off_loop.database(_prompt, response, history, builder.output)
         if _compaction_due(response, len(prompt), builder.output):
             await generation.compact(history)

@@ -101,6 +101,10 @@ class Toolbox:
 
     # --- before the first turn --------------------------------------------------------------
 
+    def preparing(self) -> bool:
+        """Whether ``prepare`` has anything to do (MCP servers to list, approved calls to run)."""
+        return bool(self.mcp_servers) or any(item.get("type") == "mcp_approval_response" for item in self.history)
+
     def prepare(self) -> None:
         """List the tools of MCP servers the conversation has not listed yet, and run the
         calls that the client approved in this request's input."""
