@@ -130,11 +130,6 @@ class EngineHost:
         """Run a coroutine on the engine loop; its future, for a thread to wait on."""
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop)
 
-    def abort(self, model: str, request_id: str) -> None:
-        engine = self.engines().get(model)
-        if engine is not None:
-            self.call(engine.abort(request_id))
-
     def call(self, coroutine: Coroutine, timeout: float | None = 10) -> Any:
         """Run a coroutine on the engine loop and wait for its result."""
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop).result(timeout=timeout)

@@ -172,7 +172,7 @@ class Generation:
         self.function_namespaces = frozenset(tool["name"] for tool in request.get("tools", [])
                                              if tool["type"] == "namespace")
         self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}
-        # The toolbox runs in a tool thread (off_loop.tool): it commits and ticks through the loop.
+        # The toolbox runs in a tool thread (in_tool_thread): it commits and ticks through the loop.
         self.toolbox = Toolbox(response, builder, history, flush=self._flush_from_thread,
                                wait=lambda work: run_in_thread(work, writer.tick_from_thread))
 
@@ -258,7 +258,7 @@ class Generation:
                 stop = None
                 break
             stop = await self._engine_call(prompt + self.tokens, params, f"{request_id}:part{part}",
-                                     stop_at_final=constrained and "grammar" not in params.extra)
+                                           stop_at_final=constrained and "grammar" not in params.extra)
         if stop == "steered":
             return TurnEnd(self.tokens, status=ResponseStatus.INCOMPLETE, details={"reason": "steered"})
         if stop == "final" and self._remaining() != 0:

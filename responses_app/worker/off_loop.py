@@ -63,6 +63,8 @@ class OffLoop:
             # restart) or outlived CONN_MAX_AGE before using it.
             close_old_connections()
             return function(*args, **kwargs)
+        # No lock: the response's steps take turns on the connection (a tool thread that
+        # commits waits while a database thread does it), and a lock would deadlock them.
         connections[DEFAULT_DB_ALIAS] = self.shared
         try:
             return function(*args, **kwargs)
