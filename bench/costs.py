@@ -222,7 +222,7 @@ def _wrap_phases(clock: PhaseClock) -> None:
         (OutputParser, "feed", "parsing"), (OutputParser, "close", "parsing"),
         (EventBuilder, "apply", "building"), (EventBuilder, "lifecycle", "building"),
         (EventBuilder, "close_open_item", "building"),
-        (group_commit, "save", "persistence"), (group_commit, "save_group", "persistence"),
+        (group_commit, "save_group", "persistence"), (batch_writer.BatchWriter, "settle", "other"),
         (group_commit, "save_events", "persistence"), (batch_writer, "end_response", "persistence"),
         (doorbell, "ring", "doorbell"), (doorbell, "ring_many", "doorbell"),
         (authentication.ApiKeyAuthentication, "authenticate", "authentication"),
@@ -352,7 +352,7 @@ def _worker_round(clock: PhaseClock, key: str, case: str, count: int) -> dict[st
     events = sum(last + 1 for _, _, last in rows)
     phases = {phase: clock.totals.get(phase, 0.0) for phase in WORKER_PHASES[:-1]}
     phases["other"] = task_cpu[0] - sum(phases.values())
-    return {"tokens": tokens, "events": events, "batches": clock.calls["save"],
+    return {"tokens": tokens, "events": events, "batches": clock.calls["settle"],
             "calibration_ms": calibration, "task_us_per_token": task_cpu[0] / tokens * 1e6,
             "scaled_us_per_token": scaled(task_cpu[0] / tokens * 1e6, calibration),
             "engine_us_per_token": engine / tokens * 1e6,
