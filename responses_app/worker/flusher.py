@@ -17,17 +17,29 @@ only drained when that thread asks and waits (``flush`` from the thread).
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from django.conf import settings
 from django.db import IntegrityError
 
 from responses_app.lib.db_outage import DATABASE_DOWN, RETRY_INTERVAL_S
-from responses_app.stream.store import save_events
+from responses_app.stream.store import Batch, save_events
 from responses_app.worker.group_commit import Outcome, group_committer
+from responses_app.worker.off_loop import OffLoop
 
-if TYPE_CHECKING:
-    from responses_app.worker.batch_writer import BatchWriter
+
+class BatchWriter(Protocol):
+    """What the flusher needs of a response's batch writer (worker/batch_writer.py)."""
+
+    off_loop: OffLoop
+    lent: bool
+    broke: bool
+
+    def take_batch(self) -> Batch: ...
+
+    def settle(self, outcome: Outcome) -> None: ...
+
+    async def landed(self) -> bool: ...
 
 
 class Flusher:
