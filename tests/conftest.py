@@ -26,8 +26,8 @@ from tests.inprocess import InProcessApp
 from tests.live.stack import LiveStack, database_url
 
 # The fixtures that start servers in processes of their own: the live stack, the fault
-# suite's stack on services of its own, and s3rver (a Node client that `make test` installs).
-LIVE_FIXTURES = frozenset({"live_stack", "fault_stack", "s3rver"})
+# suite's stacks on services of their own, and s3rver (a Node client that `make test` installs).
+LIVE_FIXTURES = frozenset({"live_stack", "fault_stack", "crowded_stack", "s3rver"})
 TINY_MODEL_CACHE = settings.BASE_DIR / ".cache" / "models"
 
 
@@ -205,3 +205,18 @@ def carol_tenant(db_access) -> Iterator[str]:
 @pytest.fixture
 def carol(stack: LiveStack, carol_tenant: str) -> openai.OpenAI:
     return sdk_client(stack, new_key(carol_tenant))
+
+
+@pytest.fixture(scope="module")
+def crowded_stack(request: pytest.FixtureRequest) -> Iterator[Any]:
+    """A stack on services of its own (one per test module) whose worker runs 200 responses
+    at once on its engine loop (the live stack's worker has 16 threads, which some of its
+    tests rely on)."""
+    from tests.faults.harness import FaultStack
+
+    stack = FaultStack(f"crowded-{request.module.__name__.rsplit('.', 1)[-1]}", worker_concurrency=208)
+    try:
+        stack.up()
+        yield stack
+    finally:
+        stack.down()

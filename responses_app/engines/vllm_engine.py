@@ -8,6 +8,7 @@ process and echo-only workers never load it.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections import deque
@@ -83,11 +84,17 @@ class VllmEngine:
         arguments.update(model=self.entry["path"], max_model_len=self.entry["max_model_len"])
         if isinstance(arguments.get("structured_outputs_config"), dict):  # as written in a JSON registry
             arguments["structured_outputs_config"] = StructuredOutputsConfig(**arguments["structured_outputs_config"])
-        with _cpu_layout(arguments, self.entry.get("cpu_threads")):
-            self._llm = AsyncLLM.from_engine_args(AsyncEngineArgs(**arguments), stat_loggers=[self._stat_logger()])
+        # In a thread: loading takes tens of seconds, and the loop meanwhile carries the
+        # process's other responses (their leases, their streams). AsyncLLM starts its
+        # output handler on the loop with the first request.
+        self._llm = await asyncio.to_thread(self._create, AsyncLLM, AsyncEngineArgs, arguments)
         config = self._llm.vllm_config.cache_config
         log.info("vLLM engine for %s is up: %s KV cache blocks of %s tokens, prefix caching %s",
                  self.model_id, config.num_gpu_blocks, config.block_size, config.enable_prefix_caching)
+
+    def _create(self, async_llm: Any, engine_args: Any, arguments: dict[str, Any]) -> Any:
+        with _cpu_layout(arguments, self.entry.get("cpu_threads")):
+            return async_llm.from_engine_args(engine_args(**arguments), stat_loggers=[self._stat_logger()])
 
     async def generate(
         self, prompt_token_ids: list[int], params: SamplingParams, request_id: str

@@ -183,6 +183,9 @@ def write_terminal(response_id: str, status: str, **terminal: Unpack[Terminal]) 
             builder = EventBuilder(locked, next_sequence_number=locked.last_sequence_number + 1,
                                    output=output_items(locked))
         response = builder.response
+        # The worker's copy was read when it claimed the response; steering sets the flag
+        # later, under this lock (what follows the end reads it: services/steered.py).
+        response.steer_requested = locked.steer_requested
         builder.close_open_item()
         response.status = status
         response.error = terminal.get("error")

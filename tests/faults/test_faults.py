@@ -51,16 +51,6 @@ def test_every_response_and_stream_ends_with_dense_events_after(fault, fault_sta
 CROWD = 200
 
 
-@pytest.fixture(scope="module")
-def crowded_stack() -> Iterator[harness.FaultStack]:
-    stack = harness.FaultStack("faults-crowded", worker_concurrency=CROWD + 8)
-    try:
-        stack.up()
-        yield stack
-    finally:
-        stack.down()
-
-
 def test_a_worker_killed_with_200_responses_on_its_loop_ends_each_once(crowded_stack):
     expected = harness.expected_text(crowded_stack)
     # 60 ms a token: each answers for about 8 s, so that all 200 run when the worker dies.

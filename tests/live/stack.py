@@ -123,10 +123,8 @@ class LiveStack:
         return {
             "web": [str(bin_dir / "daphne"), "-e", f"tcp:port={self.port}:interface=127.0.0.1:backlog=1024",
                     "project.asgi:application"],
-            # Its threads wait for responses that run on the engine loop (worker/run.py): 128
-            # let a test run 100 responses at once.
             "worker": [str(bin_dir / "celery"), "-A", "project", "worker", "--pool", "threads", "--concurrency",
-                       "128", "--queues", "celery,model.echo,model.echo-short,model.echo-summarized,webhooks",
+                       "16", "--queues", "celery,model.echo,model.echo-short,model.echo-summarized,webhooks",
                        "--hostname", f"worker-{self.port}@%h",
                        "--loglevel", "INFO", "--without-gossip", "--without-mingle"],
             "beat": [str(bin_dir / "celery"), "-A", "project", "beat", "--loglevel", "INFO", "--scheduler",

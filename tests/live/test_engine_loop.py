@@ -1,7 +1,8 @@
 """Many responses of one worker process at once, each a task on its engine loop
 (worker/run.py): while 100 paced responses stream, one is cancelled mid-stream, one is
 steered over the WebSocket and one runs a code interpreter call in a tool thread. Each
-ends once, with its stored events dense, one terminal event, and its answer whole."""
+ends once, with its stored events dense, one terminal event, and its answer whole. On a
+stack whose worker has threads for 200 responses (``crowded_stack``)."""
 
 from __future__ import annotations
 
@@ -30,7 +31,8 @@ PACED = {"echo_token_delay_ms": "10"}
 ANSWER = " ".join(f"word{i}" for i in range(150))  # about 300 tokens: 3 s at 10 ms a token
 
 
-def test_one_of_100_is_cancelled_one_steered_one_calls_a_tool_and_every_one_ends_once(alice: openai.OpenAI):
+def test_one_of_100_is_cancelled_one_steered_one_calls_a_tool_and_every_one_ends_once(crowded_stack):
+    alice = crowded_stack.client()
     answer = reasoning_and_answer("Pacing along.", ANSWER)
     with ThreadPoolExecutor(16) as pool:
         ids = list(pool.map(lambda _: alice.responses.create(model="echo", input=answer, background=True,
