@@ -122,10 +122,6 @@ class EngineHost:
         else:
             chunks.put(_END)
 
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        return self._loop
-
     def submit(self, coroutine: Coroutine) -> Future:
         """Run a coroutine on the engine loop; its future, for a thread to wait on."""
         return asyncio.run_coroutine_threadsafe(coroutine, self._loop)

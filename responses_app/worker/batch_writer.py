@@ -70,9 +70,9 @@ class BatchWriter:
         """Between chunks: raise what the commits found; mark the writer due when it has
         events or its lease needs renewing (a lent writer commits them now)."""
         self._raise_failure()
-        if self.builder.has_pending_events or time.monotonic() - self.last_commit >= settings.LEASE_RENEW_S:
+        since = time.monotonic() - self.last_commit
+        if self.builder.has_pending_events or since >= settings.LEASE_RENEW_S:
             if self.lent:
-                since = time.monotonic() - self.last_commit
                 if since >= settings.EVENT_FLUSH_INTERVAL_S:
                     await self.flush()
             elif not self.broke:  # a batch that failed (the database down) is handed again later
@@ -113,7 +113,7 @@ class BatchWriter:
             self._cancel |= outcome
         elif isinstance(outcome, DATABASE_DOWN):
             self.broke = True
-            if time.monotonic() + RETRY_INTERVAL_S > self.last_commit + settings.LEASE_TTL_S - LEASE_MARGIN_S:
+            if self._lease_nearly_out():
                 self._failure = outcome
             else:
                 log.warning("%s: the database is unavailable (%s); trying again", self.response.pk, outcome)
@@ -124,6 +124,11 @@ class BatchWriter:
         """After a broken connection: whether the unsaved batch's commit landed unheard."""
         events = self._unsaved[0] if self._unsaved else []
         return bool(events) and await self.off_loop.database(self._committed, events[-1]["sequence_number"])
+
+    def _lease_nearly_out(self) -> bool:
+        """A retry after RETRY_INTERVAL_S would come too close to the end of the lease that
+        the last commit renewed (after it the reaper may take the response over)."""
+        return time.monotonic() + RETRY_INTERVAL_S > self.last_commit + settings.LEASE_TTL_S - LEASE_MARGIN_S
 
     def _raise_failure(self) -> None:
         if self._failure is not None:
@@ -151,7 +156,7 @@ class BatchWriter:
                     # The broken transaction took the builder's last events with it: end from
                     # the committed rows instead (as the reaper would), failed, saying so.
                     builder, status, error, incomplete_details = None, ResponseStatus.FAILED, LOST_OUTPUT_ERROR, None
-                if time.monotonic() + RETRY_INTERVAL_S > self.last_commit + settings.LEASE_TTL_S - LEASE_MARGIN_S:
+                if self._lease_nearly_out():
                     raise
                 log.warning("%s: the database is unavailable (%s); trying again", self.response.pk, database_error)
                 await self.off_loop.database(reconnect)

@@ -287,7 +287,7 @@ class Generation:
         return TurnEnd(self.tokens, call=call)
 
     async def _engine_call(self, prompt: list[int], params: SamplingParams, request_id: str,
-                     stop_at_final: bool) -> str | None:
+                           stop_at_final: bool) -> str | None:
         """Stream one engine request; why it stopped early ("final", "tool_call", "steered") or None."""
         self.usage.input_tokens += len(prompt)
         params = replace(params, max_tokens=self._remaining())
@@ -371,7 +371,7 @@ class Generation:
         self.builder.finish_summary()
 
     async def _side_call(self, prompt: list[int], cap: int, name: str, on_answer: Callable[[str], None],
-                   budgeted: bool = True) -> tuple[int, bool]:
+                         budgeted: bool = True) -> tuple[int, bool]:
         """An engine call beside the response's own (a summary): its final answer's text
         goes to ``on_answer`` as it comes. Returns its output tokens (which count in usage;
         ``budgeted``: also against max_output_tokens) and whether its answer finished."""
@@ -438,7 +438,6 @@ class Generation:
             self.builder.apply(step)
         if not isinstance(step, ContentDelta):
             self.pending_logprobs = []  # header and end tokens belong to no text
-
 
     async def _start_call(self) -> None:
         """Make the server-side tool call that the model has begun (off the loop), and give it

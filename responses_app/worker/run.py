@@ -10,6 +10,7 @@ ends a response (services/ended.end_response).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 
@@ -56,7 +57,7 @@ def run_response(response_id: str) -> None:
 async def run_claimed(response: Response, owner: str, builder: EventBuilder, off_loop: OffLoop) -> None:
     """On the engine loop: generate the claimed response and end it."""
     claimed_at = time.monotonic()
-    writer = BatchWriter(response, owner, builder, off_loop, engine_host().loop)
+    writer = BatchWriter(response, owner, builder, off_loop, asyncio.get_running_loop())
     usage = Usage()
     with cancel_watch().watching(response.pk):
         try:
