@@ -156,7 +156,8 @@ run: setup
 # stopped first) and stopped on any exit. pytest's exit code 5 (no tests collected) is
 # not a failure; every other non-zero code is. The tests run in TEST_WORKERS pytest-xdist
 # workers, a file at a time (a file's module fixtures and order are kept); each worker has
-# its own test database, Redis database and live stack (tests/conftest.py).
+# its own test database, Redis database and live stack (tests/conftest.py). The tests marked
+# ``crowded`` (hundreds of responses at once) run alone afterwards, so they slow no other.
 TEST_WORKERS ?= 3
 test: setup
 	@mkdir -p .run test-artifacts
@@ -184,12 +185,15 @@ test: setup
 	echo "== ruff check ."
 	ruff check . 9>&- || failed="$$failed ruff"
 	echo "== pytest on PostgreSQL ($$DATABASE_URL)"
-	run_pytest postgres -n $(TEST_WORKERS) --dist loadfile --junitxml=test-artifacts/junit-postgres.xml || failed="$$failed pytest-postgres"
+	run_pytest postgres -m "not crowded" -n $(TEST_WORKERS) --dist loadfile --junitxml=test-artifacts/junit-postgres.xml || failed="$$failed pytest-postgres"
+	echo "== pytest -m crowded on PostgreSQL, alone"
+	run_pytest postgres-crowded -m crowded -n 0 --junitxml=test-artifacts/junit-postgres-crowded.xml || failed="$$failed pytest-postgres-crowded"
 	sqlite_dir=$(CURDIR)/.run/test/sqlite
 	rm -rf "$$sqlite_dir" && mkdir -p "$$sqlite_dir"
 	echo "== pytest -m core on SQLite"
 	(export DATABASE_URL="sqlite:///$$sqlite_dir/test.sqlite3"
-	 run_pytest sqlite -m core -n $(TEST_WORKERS) --dist loadfile --junitxml=test-artifacts/junit-sqlite.xml) || failed="$$failed pytest-sqlite"
+	 run_pytest sqlite -m "core and not crowded" -n $(TEST_WORKERS) --dist loadfile --junitxml=test-artifacts/junit-sqlite.xml &&
+	 run_pytest sqlite-crowded -m "core and crowded" -n 0 --junitxml=test-artifacts/junit-sqlite-crowded.xml) || failed="$$failed pytest-sqlite"
 	if [ -n "$$failed" ]; then echo "test: FAILED:$$failed" >&2; exit 1; fi
 	echo "test: all passed"
 

@@ -46,10 +46,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The ``live`` tier, from each test's fixtures: a test that needs servers in processes
-    of their own (Daphne, Celery, beat) is marked ``live``; `make test-fast` runs the others."""
+    of their own (Daphne, Celery, beat) is marked ``live``; `make test-fast` runs the others.
+    A test on the ``crowded_stack`` is also marked ``crowded``: `make test` runs those alone,
+    after the parallel run, so that their hundreds of responses load no other test's timing."""
     for item in items:
-        if LIVE_FIXTURES & set(getattr(item, "fixturenames", ())):
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if LIVE_FIXTURES & fixtures:
             item.add_marker(pytest.mark.live)
+        if "crowded_stack" in fixtures:
+            item.add_marker(pytest.mark.crowded)
 
 
 @pytest.fixture(scope="session")
