@@ -236,8 +236,12 @@ WEB_STREAM_DB_THREADS = int(env_float("WEB_STREAM_DB_THREADS", 8))
 # While a create is under way in a web process, its stream reads wait at most this long
 # for it (stream/creates_first.py); 0 turns the wait off.
 STREAM_READS_YIELD_S = env_float("STREAM_READS_YIELD_S", 0.25)
-# When a response ends, its event rows are packed into one compressed block (stream/event_log.py).
+# When a response ends, its event rows are packed into one compressed block (stream/event_log.py),
+# by a task on PACK_QUEUE (the maintenance queue, which GPU nodes do not consume), sent
+# once per PACK_DELAY_S with every response that ended in the meantime in the process.
 EVENT_LOG_PACKING = env_bool("EVENT_LOG_PACKING", True)
+PACK_QUEUE = os.environ.get("PACK_QUEUE", "celery")
+PACK_DELAY_S = env_float("PACK_DELAY_S", 1.0)
 # Decompressed packed logs each web process keeps for replays.
 PACKED_LOG_CACHE_BYTES = int(env_float("PACKED_LOG_CACHE_MB", 64) * 2**20)
 # Rows of store=false responses are deleted this long after the response ends.

@@ -14,6 +14,7 @@ from responses_app.schedules import runs as schedule_runs
 from responses_app.schedules.beat_entries import RUN_SCHEDULED_TASK
 from responses_app.services import recovery, redelivery
 from responses_app.stream import event_log
+from responses_app.stream.pack_requests import PACK_TASK
 from responses_app.tenancy import retention
 from responses_app.webhooks import delivery as webhook_delivery
 from responses_app.worker import run as worker
@@ -48,6 +49,11 @@ def purge_unstored_responses() -> int:
 @shared_task(name="responses_app.tasks.pack_event_logs")
 def pack_event_logs() -> int:
     return event_log.pack_unpacked()
+
+
+@shared_task(name=PACK_TASK)
+def pack_event_logs_of(response_ids: list[str]) -> int:
+    return event_log.pack_many(response_ids)
 
 
 @shared_task(name="responses_app.tasks.purge_expired_responses")

@@ -1,9 +1,10 @@
 """A response's event log, in either of its two forms: one row per event while the
 response runs, one packed block once it has ended.
 
-Packing (``pack``) runs when a response ends: its events, framed exactly as SSE sends
-them, are compressed into one EventLog row with the length of every frame, and the
-per-event rows are deleted in the same transaction. Nothing writes a response's events
+Packing (``pack``) follows a response's end, on the maintenance queue
+(stream/pack_requests.py): its events, framed exactly as SSE sends them, are compressed
+into one EventLog row with the length of every frame, and the per-event rows are deleted
+in the same transaction. Nothing writes a response's events
 after its terminal transaction, and the row lock keeps a delete out, so the block is the
 whole log, forever.
 
@@ -31,6 +32,7 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from responses_app.models import TERMINAL_EVENT_TYPES, TERMINAL_STATUSES, EventLog, Response, ResponseEvent
+from responses_app.stream.pack_requests import pack_requests
 from responses_app.stream.sse import frame
 
 log = logging.getLogger(__name__)
@@ -228,18 +230,22 @@ def pack(response_id: str) -> bool:
 
 
 def pack_after_commit(response_id: str) -> None:
-    """Pack once the caller's transaction (the one that ended the response) commits; a
-    failure is logged, never raised: the rows are a complete log too."""
-    if not settings.EVENT_LOG_PACKING:
-        return
+    """Once the caller's transaction (the one that ended the response) commits, ask the
+    maintenance queue to pack its log (stream/pack_requests.py)."""
+    if settings.EVENT_LOG_PACKING:
+        transaction.on_commit(lambda: pack_requests.add(response_id))
 
-    def run() -> None:
+
+def pack_many(response_ids: list[str]) -> int:
+    """Pack each of these finished responses (the maintenance queue's task); a failure is
+    logged, never raised: its rows are a complete log too, and the sweep tries again."""
+    packed = 0
+    for response_id in response_ids:
         try:
-            pack(response_id)
+            packed += pack(response_id)
         except Exception:
             log.exception("packing the event log of %s failed; its rows stay", response_id)
-
-    transaction.on_commit(run)
+    return packed
 
 
 def pack_unpacked(limit: int = 200) -> int:

@@ -168,7 +168,9 @@ def write_terminal(response_id: str, status: str, **terminal: Unpack[Terminal]) 
     """
     lease_owner, only_if_status = terminal.get("lease_owner"), terminal.get("only_if_status")
     only_if_lease_expired_before, builder = terminal.get("only_if_lease_expired_before"), terminal.get("builder")
-    with transaction.atomic():
+    # No savepoint of its own: its caller's transaction fails with it anyway, and the
+    # SAVEPOINT and RELEASE were two of the nine statements of a worker's end.
+    with transaction.atomic(savepoint=False):
         rows = Response.objects.select_for_update().filter(pk=response_id).exclude(status__in=TERMINAL_STATUSES)
         if lease_owner is not None:
             rows = rows.filter(lease_owner=lease_owner)

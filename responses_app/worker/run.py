@@ -39,10 +39,11 @@ def run_response(response_id: str) -> None:
         if response is None:
             log.info("%s: not claimable (cancelled, finished or taken)", response_id)
             return
+        fresh = response.last_sequence_number == 0  # only response.created: no output yet
         builder = EventBuilder(response, next_sequence_number=response.last_sequence_number + 1,
-                               output=output_items(response))
-        if response.last_sequence_number == 0:
-            # Only response.created so far; a retry after a lost worker has announced it already.
+                               output=[] if fresh else output_items(response))
+        if fresh:
+            # A retry after a lost worker has announced it already.
             builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
         off_loop = OffLoop.for_caller()
         if off_loop.shared is not None:

@@ -45,7 +45,9 @@ def test_one_of_100_is_cancelled_one_steered_one_calls_a_tool_and_every_one_ends
     alice.responses.cancel(cancelled)
 
     with alice.responses.connect() as connection:
-        connection.response.create(model="echo", input=reasoning_and_answer("Slowly now. " * 12, "First."),
+        # About 5 s of reasoning: the steer, sent at its first delta, must come before its end
+        # even on a loaded 2-core machine (after the end it would go to a successor instead).
+        connection.response.create(model="echo", input=reasoning_and_answer("Slowly now. " * 60, "First."),
                                    metadata={"echo_token_delay_ms": "30"})
         events = read_until(connection, lambda es: es[-1]["type"] == "response.reasoning_text.delta")
         steered = events[0]["response"]["id"]

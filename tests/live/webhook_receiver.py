@@ -13,6 +13,12 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's listen backlog is 5: a dozen deliveries at once on a loaded machine
+    # overflowed it, and the kernel's SYN retries then spread their arrival over seconds.
+    request_queue_size = 128
+
+
 @dataclass
 class Received:
     body: bytes
@@ -65,7 +71,7 @@ class Receiver:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = _Server(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hook"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 

@@ -5,9 +5,11 @@ and the block is exactly the rows it replaced."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 
+from responses_app import tasks
 from responses_app.dispatch import task_queue
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
 from responses_app.lib.asyncdb import db
@@ -22,6 +24,7 @@ from responses_app.stream.store import save_batch
 from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
 from responses_app.worker.claim import claim
+from tests.helpers import wait_until
 
 # Committed rows, never truncated (the live tests' tenants share this database): the
 # readers run in the database threads of responses_app/lib/asyncdb.py.
@@ -67,8 +70,8 @@ def test_a_reader_following_live_crosses_the_switch_to_the_packed_block_without_
     async def follow() -> list[bytes | None]:
         reader = follow_frames(response.pk, -1)
         chunks = [await reader.__anext__()]  # the rows so far
-        await db(finish)(response, builder)  # ends it, and packs it once that commits
-        assert await db(lambda: EventLog.objects.filter(response_id=response.pk).exists())()
+        await db(finish)(response, builder)  # ends it, and asks for it to be packed
+        assert await db(event_log.pack_many)([response.pk]) == 1  # the maintenance queue's task
         chunks += [chunk async for chunk in reader]  # the rest, from the block
         return chunks
 
@@ -109,9 +112,32 @@ def test_a_running_response_is_not_packed_and_the_sweep_packs_what_was_left():
     finish_without_packing(left, builder)
 
     assert not event_log.pack(running.pk)
-    assert event_log.pack_unpacked() == 1
+    # Others of this database may wait too: the tests before asked the maintenance queue.
+    assert event_log.pack_unpacked() >= 1
     assert EventLog.objects.filter(response_id=left.pk).exists()
     assert not EventLog.objects.filter(response_id=running.pk).exists()
+
+
+def test_ends_ask_the_maintenance_queue_to_pack_their_logs_in_one_task_per_delay(monkeypatch, settings):
+    from responses_app.stream import pack_requests
+
+    pack_requests.pack_requests.send()  # what the tests before asked for
+    sent = []
+    monkeypatch.setattr(pack_requests.current_app, "send_task",
+                        lambda name, args, queue: sent.append((name, args, queue)))
+    settings.PACK_DELAY_S, settings.PACK_QUEUE = 0.3, "maintenance"
+    ended = []
+    for _ in range(3):
+        response, builder = running_response(deltas=2)
+        finish(response, builder)
+        ended.append(response.pk)
+    assert not EventLog.objects.filter(response_id__in=ended).exists()  # not where they ended
+    wait_until(lambda: sent, timeout=5)
+    time.sleep(0.5)
+    assert sent == [(pack_requests.PACK_TASK, [ended], "maintenance")]
+    assert tasks.pack_event_logs_of(*sent[0][1]) == 3
+    assert EventLog.objects.filter(response_id__in=ended).count() == 3
+    assert not ResponseEvent.objects.filter(response_id__in=ended).exists()
 
 
 def test_a_live_reader_sends_the_frames_each_commit_rang_with_and_reads_only_what_came_before(monkeypatch):
@@ -136,6 +162,7 @@ def test_a_live_reader_sends_the_frames_each_commit_rang_with_and_reads_only_wha
 
     received = frames_in(asyncio.run(follow()))
     assert len(reads) == 1
+    assert event_log.pack(response.pk)
     packed = event_log.packed_log(response.pk)
     assert received == packed.frames(-1, packed.last_sequence_number)
 
