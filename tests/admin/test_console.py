@@ -267,7 +267,8 @@ def test_delete_asks_first_then_deletes_through_the_service_and_logs_it(operator
     reply = operator_client.post(page(response, "delete"))
 
     assert reply.status_code == 302 and reply["Location"] == LIST
-    assert not Response.objects.filter(pk=response.pk).exists() and not ResponseEvent.objects.exists()
+    assert not Response.objects.filter(pk=response.pk).exists()
+    assert not ResponseEvent.objects.filter(response_id=response.pk).exists()
     entry = LogEntry.objects.get()
     assert (entry.object_id, entry.action_flag) == (response.pk, DELETION)
 
