@@ -67,10 +67,8 @@ def stop_token_ids() -> tuple[int, ...]:
 
 
 @cache
-@cache
 def special_token_id(text: str) -> int:
-    """The id of one harmony special token, e.g. ``special_token_id("<|end|>")`` (cached:
-    every response's parser asks for four)."""
+    """The id of one harmony special token, e.g. ``special_token_id("<|end|>")``."""
     ids = get_encoding().encode(text, allowed_special={text})
     if len(ids) != 1 or not get_encoding().is_special_token(ids[0]):
         raise ValueError(f"{text!r} is not a harmony special token")

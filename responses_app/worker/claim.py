@@ -65,8 +65,9 @@ def claim_group(owners: dict[str, str]) -> dict[str, Response]:
 class _Claim:
     response_id: str
     owner: str
-    done: threading.Event = field(default_factory=threading.Event)
-    leads: bool = False  # woken to lead the next group, not with its answer
+    wake: threading.Event = field(default_factory=threading.Event)
+    leads: bool = False  # to lead the next group
+    answered: bool = False
     response: Response | None = None
     error: BaseException | None = None
 
@@ -81,11 +82,16 @@ class _GroupedClaims:
         mine = _Claim(response_id, owner)
         with self._lock:
             self._waiting.append(mine)
-            mine.leads, self._leader = not self._leader, True
-        if not mine.leads:
-            mine.done.wait()
-        if mine.leads:
-            self._lead()
+            if not self._leader:
+                self._leader = mine.leads = True
+        while True:
+            if mine.leads:  # a leader is first of the waiting claims, so in its own group
+                mine.leads = False
+                self._lead()
+            if mine.answered:
+                break
+            mine.wake.wait()
+            mine.wake.clear()
         if mine.error is not None:
             raise mine.error
         return mine.response
@@ -105,14 +111,13 @@ class _GroupedClaims:
             for one in group.values():
                 one.error = error
         for one in group.values():
-            one.response = claimed.get(one.response_id)
-            one.leads = False
-            one.done.set()
+            one.response, one.answered = claimed.get(one.response_id), True
+            one.wake.set()
         with self._lock:
             if self._waiting:
                 successor = self._waiting[0]
                 successor.leads = True
-                successor.done.set()
+                successor.wake.set()
             else:
                 self._leader = False
 
