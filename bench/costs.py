@@ -40,7 +40,6 @@ import asyncio
 import functools
 import json
 import os
-import subprocess
 import sys
 import threading
 import time
@@ -55,7 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # run as a script, only bench/ would be on sys.path
     sys.path.insert(0, str(ROOT))
 
-from bench.harness import service_urls, services  # noqa: E402
+from bench.harness import per_database  # noqa: E402
 
 SERVICES_DIR = ROOT / ".run" / "bench-costs"
 WORKER_PHASES = ("parsing", "building", "persistence", "doorbell", "other")
@@ -796,30 +795,13 @@ def main() -> str:
     if args.child:
         print(json.dumps(child(*args.child, args)))
         return ""
-    from tests.live.stack import free_port
-
+    node = ["--node", "--node-rates", ",".join(map(str, args.node_rates)), "--node-responses",
+            str(args.node_responses)] if args.node else []
     results: dict[str, dict[str, Any]] = {}
-    try:
-        services(SERVICES_DIR, "start", free_port(), free_port())
-        urls = service_urls(services(SERVICES_DIR, "env"))
-        for database in args.databases:
-            db_url = urls["DATABASE_URL"]
-            if database == "sqlite":
-                for stale in SERVICES_DIR.glob("costs.sqlite3*"):
-                    stale.unlink()
-                db_url = f"sqlite:///{SERVICES_DIR / 'costs.sqlite3'}"
-            node = ["--node", "--node-rates", ",".join(map(str, args.node_rates)), "--node-responses",
-                    str(args.node_responses)] if args.node else []
-            done = subprocess.run([sys.executable, __file__, "--responses", str(args.responses), "--creates",
-                                   str(args.creates), "--rounds", str(args.rounds), *node, "--child", db_url,
-                                   urls["REDIS_URL"]],
-                                  cwd=ROOT, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise RuntimeError(f"{database}: the measuring process failed:\n{done.stderr[-4000:]}")
-            results[database] = json.loads(done.stdout.strip().splitlines()[-1])
-            report(database, results[database])
-    finally:
-        services(SERVICES_DIR, "stop")
+    for database, figures in per_database(SERVICES_DIR, args.databases, __file__, [
+            "--responses", str(args.responses), "--creates", str(args.creates), "--rounds", str(args.rounds), *node]):
+        results[database] = figures
+        report(database, figures)
     if args.node:
         return "node: " + ", ".join(f"{database} keeps up with {node_ceiling(figures['node'])} tokens/s"
                                     for database, figures in results.items())

@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 SERVICES_SCRIPT = ROOT / "scripts" / "test-services.sh"
@@ -34,6 +35,34 @@ def services(directory: Path, command: str, pg_port: int | None = None, redis_po
 def service_urls(env_lines: str) -> dict[str, str]:
     """DATABASE_URL, REDIS_URL, ... from the ``export NAME=value`` lines of ``services(..., "env")``."""
     return dict(line.removeprefix("export ").split("=", 1) for line in env_lines.splitlines() if "=" in line)
+
+
+def per_database(directory: Path, databases: list[str], script: str, args: list[str]) -> Iterator[tuple[str, Any]]:
+    """Start the services of ``directory``; for each of ``databases`` (postgresql: those
+    services' own; sqlite: a fresh file in ``directory``) run ``script`` with ``args`` and
+    ``--child DATABASE_URL REDIS_URL`` in a process of its own (settings are read at import),
+    and yield the database with the JSON of the child's last line; stop the services."""
+    import json
+    import sys
+
+    from tests.live.stack import free_port
+
+    try:
+        services(directory, "start", free_port(), free_port())
+        urls = service_urls(services(directory, "env"))
+        for database in databases:
+            database_url = urls["DATABASE_URL"]
+            if database == "sqlite":
+                for stale in directory.glob("bench.sqlite3*"):
+                    stale.unlink()
+                database_url = f"sqlite:///{directory / 'bench.sqlite3'}"
+            done = subprocess.run([sys.executable, script, *args, "--child", database_url, urls["REDIS_URL"]],
+                                  cwd=ROOT, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                raise RuntimeError(f"{database}: the measuring process failed:\n{done.stderr[-4000:]}")
+            yield database, json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        services(directory, "stop")
 
 
 def service_pids(directory: Path) -> CpuSpec:

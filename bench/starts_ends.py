@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -34,7 +33,7 @@ if str(ROOT) not in sys.path:  # run as a script, only bench/ would be on sys.pa
     sys.path.insert(0, str(ROOT))
 
 from bench.costs import calibration_ms, scaled  # noqa: E402
-from bench.harness import service_urls, services  # noqa: E402
+from bench.harness import per_database  # noqa: E402
 
 SERVICES_DIR = ROOT / ".run" / "bench-starts"
 INPUT = "one two three four five"  # the echo engine answers with it
@@ -106,30 +105,14 @@ def main() -> str:
     if args.child:
         print(json.dumps(child(*args.child, args)))
         return ""
-    from tests.live.stack import free_port
-
     figures: dict[str, dict[str, Any]] = {}
-    try:
-        services(SERVICES_DIR, "start", free_port(), free_port())
-        urls = service_urls(services(SERVICES_DIR, "env"))
-        for database in args.databases:
-            db_url = urls["DATABASE_URL"]
-            if database == "sqlite":
-                for stale in SERVICES_DIR.glob("starts.sqlite3*"):
-                    stale.unlink()
-                db_url = f"sqlite:///{SERVICES_DIR / 'starts.sqlite3'}"
-            done = subprocess.run([sys.executable, __file__, "--responses", str(args.responses), "--threads",
-                                   str(args.threads), "--rounds", str(args.rounds), "--child", db_url,
-                                   urls["REDIS_URL"]], cwd=ROOT, capture_output=True, text=True, check=False)
-            if done.returncode != 0:
-                raise RuntimeError(f"{database}: the measuring process failed:\n{done.stderr[-4000:]}")
-            figures[database] = one = json.loads(done.stdout.strip().splitlines()[-1])
-            low, high = one["range"]
-            print(f"{database}: {one['scaled_ms_per_response']:.2f} ms of worker CPU per response [rounds "
-                  f"{low:.2f}-{high:.2f}]; measured {one['ms_per_response']:.2f}, calibration "
-                  f"{one['calibration_ms']:.1f} ms; {one['responses_per_s']:.0f} responses/s", flush=True)
-    finally:
-        services(SERVICES_DIR, "stop")
+    for database, one in per_database(SERVICES_DIR, args.databases, __file__, [
+            "--responses", str(args.responses), "--threads", str(args.threads), "--rounds", str(args.rounds)]):
+        figures[database] = one
+        low, high = one["range"]
+        print(f"{database}: {one['scaled_ms_per_response']:.2f} ms of worker CPU per response [rounds "
+              f"{low:.2f}-{high:.2f}]; measured {one['ms_per_response']:.2f}, calibration "
+              f"{one['calibration_ms']:.1f} ms; {one['responses_per_s']:.0f} responses/s", flush=True)
     return "starts_ends: " + ", ".join(f"{database} {one['scaled_ms_per_response']:.2f} ms/response"
                                        for database, one in figures.items())
 
