@@ -4,9 +4,11 @@ of the processes they measure."""
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -37,14 +39,12 @@ def service_urls(env_lines: str) -> dict[str, str]:
     return dict(line.removeprefix("export ").split("=", 1) for line in env_lines.splitlines() if "=" in line)
 
 
-def per_database(directory: Path, databases: list[str], script: str, args: list[str]) -> Iterator[tuple[str, Any]]:
+def per_database(directory: Path, databases: list[str], script: str,
+                 args: list[str]) -> Iterator[tuple[str, dict[str, Any]]]:
     """Start the services of ``directory``; for each of ``databases`` (postgresql: those
     services' own; sqlite: a fresh file in ``directory``) run ``script`` with ``args`` and
     ``--child DATABASE_URL REDIS_URL`` in a process of its own (settings are read at import),
     and yield the database with the JSON of the child's last line; stop the services."""
-    import json
-    import sys
-
     from tests.live.stack import free_port
 
     try:

@@ -4,9 +4,8 @@ response runs, one packed block once it has ended.
 Packing (``pack``) follows a response's end, on the maintenance queue
 (stream/pack_requests.py): its events, framed exactly as SSE sends them, are compressed
 into one EventLog row with the length of every frame, and the per-event rows are deleted
-in the same transaction. Nothing writes a response's events
-after its terminal transaction, and the row lock keeps a delete out, so the block is the
-whole log, forever.
+in the same transaction. Nothing writes a response's events after its terminal
+transaction, and the row lock keeps a delete out, so the block is the whole log, forever.
 
 Readers (``frames_after``) read the rows first and the block only when the rows return
 nothing: each is one statement with a snapshot of its own, so a reader that passes the
