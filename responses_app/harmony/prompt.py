@@ -170,9 +170,10 @@ def offered_function_tools(tools: list[dict], tool_choice: str | dict) -> list[d
     """The function tools the model is told about.
 
     Harmony cannot force a call, so a forced choice only narrows what is offered:
-    ``"none"`` offers nothing, ``{"type": "function", "name": X}`` offers only X and
-    ``{"type": "allowed_tools", "tools": [...]}`` offers the listed functions. Non-function
-    tools (built-in tools) are rendered elsewhere.
+    ``"none"`` offers nothing and ``{"type": "function", "name": X}`` offers only X.
+    ``allowed_tools`` offers every tool, so that the prompt (and the engine's prefix cache)
+    stays the same whatever is allowed: the worker refuses the calls it does not allow
+    (harmony/allowed_calls.py). Non-function tools (built-in tools) are rendered elsewhere.
     """
     functions = [tool for tool in tools if tool.get("type", "function") in FUNCTION_TOOL_TYPES]
     if tool_choice == "none":
@@ -195,8 +196,6 @@ def _allowed_function_names(tool_choice: dict) -> set[str] | None:
         return {tool_choice.get("name")}
     if choice_type in CLIENT_TOOLS:
         return {choice_type}
-    if choice_type == "allowed_tools":
-        return {tool.get("name") for tool in tool_choice.get("tools", []) if tool.get("type") == "function"}
     return None
 
 
@@ -480,6 +479,10 @@ def forced_call_prefix(tool_choice: str | dict, tools: list[dict]) -> list[int]:
 
 
 def _forced_header(tool_choice: str | dict, tools: list[dict]) -> str | None:
+    if isinstance(tool_choice, dict) and tool_choice.get("type") == "allowed_tools":
+        if tool_choice["mode"] != "required":
+            return None
+        tool_choice, tools = "required", tool_choice["tools"]
     if tool_choice == "required":
         if len(tools) != 1:
             return "<|channel|>commentary to="

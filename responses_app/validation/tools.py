@@ -203,7 +203,8 @@ def _web_search_tool(tool: dict) -> dict[str, Any]:
 
 
 def validate_tool_choice(value: Any, tools: list[dict[str, Any]]) -> str | dict[str, Any]:
-    """``auto`` / ``none`` / ``required``, or a named tool that must be among ``tools``."""
+    """``auto`` / ``none`` / ``required``, a named tool that must be among ``tools``, or
+    ``allowed_tools``: the tools the model may call, each among ``tools``."""
     if value in ("auto", "none"):
         return value
     if value == "required":
@@ -213,35 +214,61 @@ def validate_tool_choice(value: Any, tools: list[dict[str, Any]]) -> str | dict[
     if not isinstance(value, dict):
         raise InvalidRequest(f"Invalid value for 'tool_choice': {value!r}.", param="tool_choice",
                              code="invalid_value")
+    if value.get("type") == "allowed_tools":
+        return _allowed_tools(value, tools)
+    return _tool_reference(value, tools, "tool_choice")
+
+
+def _allowed_tools(value: dict[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any]:
+    mode = value.get("mode")
+    if mode not in ("auto", "required"):
+        raise InvalidRequest(f"Invalid value for 'tool_choice.mode': {mode!r}; expected 'auto' or 'required'.",
+                             param="tool_choice.mode", code="invalid_value")
+    references = value.get("tools")
+    if not isinstance(references, list) or not references:
+        raise invalid_type("tool_choice.tools", "a non-empty array of tools", references)
+    allowed = []
+    for index, reference in enumerate(references):
+        param = f"tool_choice.tools[{index}]"
+        if not isinstance(reference, dict):
+            raise invalid_type(param, "an object", reference)
+        allowed.append(_tool_reference(reference, tools, param, namespaces=True))
+    return {"type": "allowed_tools", "mode": mode, "tools": allowed}
+
+
+def _tool_reference(value: dict[str, Any], tools: list[dict[str, Any]], param: str,
+                    namespaces: bool = False) -> dict[str, Any]:
+    """A tool of ``tools`` named by type (and name or server_label), as tool_choice names one."""
     choice_type = value.get("type")
     if choice_type in ("function", "custom"):
         name = value.get("name")
         if not any(tool["type"] == choice_type and tool["name"] == name for tool in tools):
-            raise InvalidRequest(f"tool_choice names the {choice_type} tool {name!r}, which is not in 'tools'.",
-                                 param="tool_choice.name")
+            raise InvalidRequest(f"{param} names the {choice_type} tool {name!r}, which is not in 'tools'.",
+                                 param=f"{param}.name")
         return {"type": choice_type, "name": name}
+    if choice_type == "namespace" and namespaces:
+        name = value.get("name")
+        if not any(tool["type"] == "namespace" and tool["name"] == name for tool in tools):
+            raise InvalidRequest(f"{param} names the namespace {name!r}, which is not in 'tools'.",
+                                 param=f"{param}.name")
+        return {"type": "namespace", "name": name}
     if choice_type == "mcp":
         label, name = value.get("server_label"), value.get("name")
         if not any(tool["type"] == "mcp" and tool["server_label"] == label for tool in tools):
-            raise InvalidRequest(f"tool_choice names the MCP server {label!r}, which is not in 'tools'.",
-                                 param="tool_choice.server_label")
+            raise InvalidRequest(f"{param} names the MCP server {label!r}, which is not in 'tools'.",
+                                 param=f"{param}.server_label")
         if name is not None and not isinstance(name, str):
-            raise invalid_type("tool_choice.name", "a string", name)
+            raise invalid_type(f"{param}.name", "a string", name)
         return {"type": "mcp", "server_label": label, **({"name": name} if name else {})}
     if choice_type in ("shell", "apply_patch"):
         if not any(tool["type"] == choice_type for tool in tools):
-            raise InvalidRequest(f"tool_choice names {choice_type!r}, which is not in 'tools'.",
-                                 param="tool_choice.type")
+            raise InvalidRequest(f"{param} names {choice_type!r}, which is not in 'tools'.", param=f"{param}.type")
         return {"type": choice_type}
     if choice_type in ("code_interpreter", *WEB_SEARCH_TYPES):
         if not any(_family(tool["type"]) == _family(choice_type) for tool in tools):
-            raise InvalidRequest(f"tool_choice names {choice_type!r}, which is not in 'tools'.",
-                                 param="tool_choice.type")
+            raise InvalidRequest(f"{param} names {choice_type!r}, which is not in 'tools'.", param=f"{param}.type")
         return {"type": choice_type}
-    if choice_type == "allowed_tools":
-        raise InvalidRequest("tool_choice 'allowed_tools' is not supported by this server yet.",
-                             param="tool_choice.type")
-    raise InvalidRequest(f"Invalid value for 'tool_choice.type': {choice_type!r}.", param="tool_choice.type",
+    raise InvalidRequest(f"Invalid value for '{param}.type': {choice_type!r}.", param=f"{param}.type",
                          code="invalid_value")
 
 

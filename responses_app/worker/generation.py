@@ -19,6 +19,7 @@ from responses_app.context import compaction
 from responses_app.context.history import ChainBroken, PromptTooLong, fit_prompt, response_history, response_prompt
 from responses_app.engines.base import EngineDead, SamplingParams
 from responses_app.engines.host import engine_host
+from responses_app.harmony.allowed_calls import AllowedCalls
 from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.harmony.encoding import stop_token_ids
 from responses_app.harmony.parser import (
@@ -37,6 +38,7 @@ from responses_app.worker.batch_writer import BatchWriter, CancelRequested
 from responses_app.worker.cancel_watch import cancel_watch
 from responses_app.worker.client_calls import ClientToolCall
 from responses_app.worker.off_loop import OffLoop
+from responses_app.worker.refused_calls import RefusedCall
 from responses_app.worker.tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
 
 log = logging.getLogger(__name__)
@@ -172,6 +174,7 @@ class Generation:
         self.function_namespaces = frozenset(tool["name"] for tool in request.get("tools", [])
                                              if tool["type"] == "namespace")
         self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}
+        self.allowed_calls = AllowedCalls.of(request.get("tool_choice"))
         # The toolbox runs in a tool thread (in_tool_thread): it commits and ticks through the loop.
         self.toolbox = Toolbox(response, builder, history, flush=self._flush_from_thread,
                                wait=lambda work: run_in_thread(work, writer.tick_from_thread))
@@ -203,9 +206,10 @@ class Generation:
         base_id = f"{self.response.pk}:{self.response.attempts}"
         for turn in range(settings.MAX_TOOL_TURNS):
             end = await self._turn(prompt, prefill, base_id if turn == 0 else f"{base_id}:turn{turn}")
-            prefill = []
             if end.call is None:
                 return end.status, end.details
+            if not isinstance(end.call, RefusedCall):
+                prefill = []  # the forced call is made; a refused one is forced again
             result = await self.in_tool_thread(end.call.execute)
             if result is None:
                 return ResponseStatus.COMPLETED, None  # waits for the client: an approval, a client tool's output
@@ -416,6 +420,10 @@ class Generation:
 
     def _route(self, step: MessageStarted | ContentDelta | MessageFinished) -> None:
         """Server-side tool calls go to their ToolCall; everything else to the builder."""
+        if isinstance(step, MessageStarted) and step.recipient and self.allowed_calls is not None \
+                and not self.allowed_calls.allows(step.recipient):
+            self.call = RefusedCall(step.recipient, step.channel, self.allowed_calls.refusal(step.recipient))
+            return
         if isinstance(step, MessageStarted) and step.kind == "custom_tool_call":
             tool_format = self.custom_formats.get(step.name or "") or {}
             self.grammar = tool_format if tool_format.get("type") == "grammar" else None

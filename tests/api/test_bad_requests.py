@@ -130,6 +130,18 @@ BAD_CREATES = [
                  id="tool-choice-unknown-function"),
     pytest.param(body(tool_choice={"type": "code_interpreter"}), 400, "tool_choice.type", ["code_interpreter"],
                  id="tool-choice-code-interpreter-not-in-tools"),
+    pytest.param(body(tools=[{"type": "function", "name": "f"}], tool_choice={
+                     "type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "g"}]}),
+                 400, "tool_choice.tools[0].name", ["g"], id="allowed-tools-names-a-tool-not-given"),
+    pytest.param(body(tools=[{"type": "function", "name": "f"}], tool_choice={
+                     "type": "allowed_tools", "mode": "sometimes", "tools": [{"type": "function", "name": "f"}]}),
+                 400, "tool_choice.mode", ["sometimes"], id="allowed-tools-bad-mode"),
+    pytest.param(body(tools=[{"type": "function", "name": "f"}], tool_choice={
+                     "type": "allowed_tools", "mode": "auto", "tools": []}),
+                 400, "tool_choice.tools", ["non-empty"], id="allowed-tools-empty"),
+    pytest.param(body(tools=[{"type": "function", "name": "f"}], tool_choice={
+                     "type": "allowed_tools", "mode": "auto", "tools": [{"type": "image_generation"}]}),
+                 400, "tool_choice.tools[0].type", ["image_generation"], id="allowed-tools-unknown-type"),
     pytest.param(body(input=[{"type": "mcp_approval_response", "approval_request_id": "mcpr_x", "approve": "yes"}]),
                  400, "input[0].approve", ["approve"], id="approval-response-approve-not-boolean"),
     pytest.param(body(input=[{"type": "mcp_approval_response", "approval_request_id": "mcpr_x", "approve": True}]),

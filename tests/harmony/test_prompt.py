@@ -143,6 +143,15 @@ def test_forced_function_choice_offers_only_that_function():
     assert "type get_time" in text and "get_weather" not in text
 
 
+def test_allowed_tools_keeps_every_tool_in_the_prompt():
+    other = {**WEATHER_TOOL, "name": "get_time", "description": "Get the time"}
+    tools = [WEATHER_TOOL, other, {"type": "code_interpreter", "container": {"type": "auto"}}]
+    allowed = {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "get_time"}]}
+    restricted = text_of(PromptRequest(history=[user("hi")], tools=tools, tool_choice=allowed))
+    assert restricted == text_of(PromptRequest(history=[user("hi")], tools=tools))
+    assert "type get_weather" in restricted and "type get_time" in restricted and "namespace python" not in restricted
+
+
 def test_client_tools_are_offered_as_functions_named_by_their_type():
     tools = [{"type": "shell"}, {"type": "local_shell"}, {"type": "apply_patch"}]
     developer = text_of(PromptRequest(history=[user("hi")], tools=tools)).split("<|start|>developer", 1)[1]

@@ -1,0 +1,60 @@
+"""``tool_choice: {"type": "allowed_tools", ...}`` as harmony recipients: which calls the
+model may make, and what it is told when it makes another.
+
+Every tool stays in the prompt (so that it, and the engine's prefix cache, are the same
+whatever a turn allows); the worker checks each call's recipient when its header is
+complete and answers a call that is not allowed with a tool message that says so, before
+anything of it reaches the client. ``mode: "required"`` also prefills the start of a call
+(harmony/prompt.forced_call_prefix).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from responses_app.harmony.client_tools import CLIENT_TOOLS
+from responses_app.harmony.prompt import BROWSER_NAMESPACE, FUNCTIONS_NAMESPACE, PYTHON_RECIPIENT
+from responses_app.wire.tool_types import WEB_SEARCH_TYPES
+
+
+class AllowedCalls:
+    """The recipients that an ``allowed_tools`` tool choice lets the model call: whole
+    ones (``functions.get_weather``, ``python``) and namespaces (``docs.``, ``browser.``)."""
+
+    def __init__(self, tool_choice: dict[str, Any]) -> None:
+        self.required = tool_choice["mode"] == "required"
+        self.recipients: set[str] = set()
+        self.namespaces: set[str] = set()
+        for tool in tool_choice["tools"]:
+            kind = tool["type"]
+            if kind in ("function", "custom"):
+                self.recipients.add(f"{FUNCTIONS_NAMESPACE}.{tool['name']}")
+            elif kind in CLIENT_TOOLS:
+                self.recipients.add(f"{FUNCTIONS_NAMESPACE}.{kind}")
+            elif kind == "namespace":
+                self.namespaces.add(tool["name"])
+            elif kind == "mcp" and tool.get("name"):
+                self.recipients.add(f"{tool['server_label']}.{tool['name']}")
+            elif kind == "mcp":
+                self.namespaces.add(tool["server_label"])
+            elif kind == "code_interpreter":
+                self.recipients.add(PYTHON_RECIPIENT)
+            elif kind in WEB_SEARCH_TYPES:
+                self.namespaces.add(BROWSER_NAMESPACE)
+
+    @classmethod
+    def of(cls, tool_choice: Any) -> AllowedCalls | None:
+        """None when the tool choice restricts nothing beyond what the prompt offers."""
+        if isinstance(tool_choice, dict) and tool_choice.get("type") == "allowed_tools":
+            return cls(tool_choice)
+        return None
+
+    def allows(self, recipient: str) -> bool:
+        namespace, dot, _ = recipient.partition(".")
+        return recipient in self.recipients or (bool(dot) and namespace in self.namespaces)
+
+    def refusal(self, recipient: str) -> str:
+        """The tool message that answers a call the model may not make."""
+        allowed = sorted(self.recipients | {f"{namespace}.*" for namespace in self.namespaces})
+        return (f"Error: {recipient} may not be called in this turn. The tools you may call now are: "
+                f"{', '.join(allowed)}. Call one of them{'' if self.required else ', or answer without a tool'}.")
