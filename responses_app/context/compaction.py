@@ -30,8 +30,12 @@ class InvalidCompaction(ValueError):
 
 
 def compaction_item(summary: str) -> dict[str, Any]:
-    return {"id": new_id("cmp"), "type": "compaction",
-            "encrypted_content": signing.dumps({"summary": summary}, salt=SALT, compress=True)}
+    return {"id": new_id("cmp"), "type": "compaction", "encrypted_content": sealed(summary)}
+
+
+def sealed(summary: str) -> str:
+    """A summary as a compaction item's ``encrypted_content``."""
+    return signing.dumps({"summary": summary}, salt=SALT, compress=True)
 
 
 def summary_of(item: dict[str, Any]) -> str:

@@ -135,7 +135,10 @@ def parse_create_request(body: Any) -> CreateRequest:
         "client_metadata": _client_metadata(body.get("client_metadata")),
         "context_management": _context_management(body.get("context_management")),
     }
-    input_items = parse_input(body.get("input"), references=True)
+    raw_input, triggered = _compaction_trigger(body.get("input"))
+    if triggered:
+        params["compaction_trigger"] = True
+    input_items = parse_input(raw_input, references=True)
     if not input_items and previous_response_id is None and not conversation_id:
         raise InvalidRequest("'input' must not be empty.", param="input")
     completion_window, continuation_id = _background_options(body.get("background_options"), background, stream)
@@ -151,6 +154,27 @@ def parse_create_request(body: Any) -> CreateRequest:
         completion_window=completion_window,
         continuation_id=continuation_id,
     )
+
+
+def _compaction_trigger(value: Any) -> tuple[Any, bool]:
+    """``input`` without its final ``compaction_trigger`` item (Codex's inline compaction:
+    the response compacts the context before it, worker/generation.compact_on_trigger),
+    and whether it had one. A trigger anywhere else is a 400."""
+    if not isinstance(value, list):
+        return value, False
+    triggers = [index for index, item in enumerate(value)
+                if isinstance(item, dict) and item.get("type") == "compaction_trigger"]
+    if not triggers:
+        return value, False
+    if triggers != [len(value) - 1]:
+        index = next(index for index in triggers if index != len(value) - 1)
+        raise InvalidRequest("A compaction_trigger item must be the final input item.", param=f"input[{index}].type")
+    trigger = value[-1]
+    unknown = sorted(set(trigger) - {"type", "id"})
+    if unknown:
+        raise InvalidRequest(f"Unknown parameter: 'input[{len(value) - 1}].{unknown[0]}'.",
+                             param=f"input[{len(value) - 1}].{unknown[0]}", code="unknown_parameter")
+    return value[:-1], True
 
 
 def _refuse_what_cannot_run(body: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from django.conf import settings
+from openai.types.responses import ResponseCompactionCompactingEvent
 
 from responses_app.context import compaction
 from responses_app.context.history import ChainBroken, PromptTooLong, fit_prompt, response_history, response_prompt
@@ -31,6 +32,7 @@ from responses_app.harmony.parser import (
     OutputParser,
 )
 from responses_app.harmony.prompt import PromptError, forced_call_prefix, summary_prompt, tool_result_tokens
+from responses_app.lib.ids import new_id
 from responses_app.models import Response, ResponseStatus
 from responses_app.stream.builder import EventBuilder
 from responses_app.wire.usage import Usage
@@ -43,6 +45,8 @@ from responses_app.worker.tool_calls import Toolbox, ToolCall, ToolLoopFailure, 
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+# compaction_trigger: a response.compaction.compacting event per this many characters of summary sampled.
+COMPACTING_EVENT_CHARS = 256
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
 
 
@@ -69,6 +73,9 @@ async def generate(
     await writer.flush()  # response.in_progress goes out before the first token
     generation = Generation(response, builder, writer, usage, history, off_loop)
     try:
+        if response.request.get("compaction_trigger"):
+            await generation.compact_on_trigger(history)
+            return ResponseStatus.COMPLETED, None
         if generation.toolbox.preparing():
             await generation.in_tool_thread(generation.toolbox.prepare)
         prompt = await off_loop.database(_prompt, response, history, builder.output)
@@ -340,28 +347,65 @@ class Generation:
         turn does, POST /responses/compact) in an engine call of its own; the summary
         becomes this response's first output item, a ``compaction`` item, which stands for
         all but the user's messages in this prompt and in every later turn's."""
+        summary = await self._compaction_summary([*history, *self.builder.output], lambda text: None)
+        if summary is None:
+            return  # the context is kept whole
+        self.builder.add_item(compaction.compaction_item(summary))
+        self.builder.finish_item(None)
+        await self._flush()
+
+    async def compact_on_trigger(self, history: list[dict[str, Any]]) -> None:
+        """An input that ends with ``compaction_trigger`` (Codex's inline compaction): the
+        response's one output item is the ``compaction`` item of the context before it.
+        The item is added at once, ``response.compaction.compacting`` events (no content)
+        follow as the summary is sampled, and ``response.output_item.done`` carries it sealed."""
+        item = {"id": new_id("cmp"), "type": "compaction", "encrypted_content": ""}
+        self.builder.add_item(item)
+        await self._flush()
+        sampled = 0
+
+        def progress(text: str) -> None:
+            nonlocal sampled
+            if sampled == 0 or (sampled + len(text)) // COMPACTING_EVENT_CHARS > sampled // COMPACTING_EVENT_CHARS:
+                self.builder.item_event(ResponseCompactionCompactingEvent, "response.compaction.compacting")
+            sampled += len(text)
+
+        summary = await self._compaction_summary(history, progress)  # the output is only the open item
+        if summary is None:
+            raise ResponseFailure("The context could not be compacted: the model did not finish its summary.",
+                                  code="server_error")
+        self.builder.update_item(encrypted_content=compaction.sealed(summary))
+        self.builder.finish_item(None)
+
+    async def _compaction_summary(self, context: list[dict[str, Any]],
+                                  on_text: Callable[[str], None]) -> str | None:
+        """The served model's summary of ``context`` (its tokens count in usage, not against
+        max_output_tokens); None when there is none, or it was cut off: such a summary must
+        not stand for the context."""
         # As POST /responses/compact's turn: no tools, and the oldest items dropped should
         # the context and the request not fit the model together.
         params = {**self.response.request, "tools": [], "tool_choice": "none", "truncation": "auto"}
-        items = [*history, *self.builder.output, compaction.summary_request_item()]
+        items = [*context, compaction.summary_request_item()]
         try:
             prompt, _ = fit_prompt(self.response.model, params, items, [], self.response.created_at.date())
         except (PromptError, PromptTooLong) as error:
-            log.warning("%s: the context cannot be compacted (%s); it is kept", self.response.pk, error)
-            return
+            log.warning("%s: the context cannot be compacted (%s)", self.response.pk, error)
+            return None
         parts: list[str] = []
+
+        def answer(text: str) -> None:
+            parts.append(text)
+            on_text(text)
+
         tokens, finished = await self._side_call(prompt, settings.COMPACTION_MAX_OUTPUT_TOKENS, "compaction",
-                                                 parts.append, budgeted=False)
+                                                 answer, budgeted=False)
         self.compaction_tokens += tokens
         self.count_usage()
         summary = "".join(parts).strip()
         if not finished or not summary:
-            # A summary cut off (or none) must not stand for the context: it is kept whole.
-            log.warning("%s: the compaction summary did not finish; the context is kept", self.response.pk)
-            return
-        self.builder.add_item(compaction.compaction_item(summary))
-        self.builder.finish_item(None)
-        await self._flush()
+            log.warning("%s: the compaction summary did not finish", self.response.pk)
+            return None
+        return summary
 
     async def _summarize(self) -> None:
         """reasoning.summary: the served model writes a summary of the reasoning item it has

@@ -130,6 +130,10 @@ BAD_CREATES = [
                  id="tool-choice-unknown-function"),
     pytest.param(body(tool_choice={"type": "code_interpreter"}), 400, "tool_choice.type", ["code_interpreter"],
                  id="tool-choice-code-interpreter-not-in-tools"),
+    pytest.param(body(input=[{"type": "compaction_trigger"}, {"role": "user", "content": "Hi"}]), 400,
+                 "input[0].type", ["final input item"], id="compaction-trigger-not-last"),
+    pytest.param(body(input=[{"type": "compaction_trigger"}]), 400, "input", ["empty"],
+                 id="compaction-trigger-with-nothing-to-compact"),
     pytest.param(body(tools=[{"type": "function", "name": "f"}], tool_choice={
                      "type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "g"}]}),
                  400, "tool_choice.tools[0].name", ["g"], id="allowed-tools-names-a-tool-not-given"),

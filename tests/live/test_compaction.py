@@ -78,3 +78,59 @@ def test_bad_compactions_are_4xx(alice, bob, stack, db_access):
     reader = sdk_client(stack, new_key("alice", scope="read_only"))
     with pytest.raises(openai.PermissionDeniedError):
         reader.responses.compact(model="echo", input="x")
+
+
+# --- compaction_trigger: Codex's inline compaction ------------------------------------------
+
+CONTEXT = [{"role": "user", "content": "My name is Ada."},
+           {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "Hello, Ada."}]},
+           {"role": "user", "content": "I live in Paris."}]
+TOOLS = [{"type": "function", "name": "exec_command", "parameters": {"type": "object", "properties": {}}}]
+
+
+def continued_prompt_tokens(kept: list[dict], summary: str, created_at: int) -> int:
+    date = datetime.fromtimestamp(created_at, UTC).date().isoformat()
+    summary_message = {"type": "message", "role": "developer",
+                       "content": [{"type": "input_text", "text": SUMMARY_PREFIX + summary}]}
+    return len(render_prompt(PromptRequest(history=[*kept, summary_message, {"role": "user", "content": "And?"}],
+                                           conversation_date=date)))
+
+
+def test_an_input_ending_with_a_compaction_trigger_streams_exactly_one_compaction_item(alice):
+    # As Codex sends it: its usual turn (tools, store=false, a stream) with the trigger last.
+    events = [event.to_dict() for event in alice.responses.create(
+        model="echo", input=[*CONTEXT, {"type": "compaction_trigger"}], tools=TOOLS, store=False, stream=True)]
+    assert [e["sequence_number"] for e in events] == list(range(len(events)))
+    done = [e["item"] for e in events if e["type"] == "response.output_item.done"]
+    [item] = done  # Codex: "expected exactly one compaction output item"
+    assert item["type"] == "compaction" and item["id"].startswith("cmp_")
+    [added] = [e["item"] for e in events if e["type"] == "response.output_item.added"]
+    assert added["id"] == item["id"] and added["type"] == "compaction"
+    compacting = [e for e in events if e["type"] == "response.compaction.compacting"]
+    assert compacting and all((e["item_id"], e["output_index"]) == (item["id"], 0) for e in compacting)
+    final = events[-1]["response"]
+    assert events[-1]["type"] == "response.completed" and final["output"] == [item]
+    assert final["usage"]["output_tokens"] > 0  # the summary's tokens
+    summary = summary_of(item)
+    assert "assistant: Hello, Ada." in summary and "user: I live in Paris." in summary
+
+    # Codex's next request: the user messages it keeps, the compaction item, then the new input.
+    kept = [CONTEXT[0], CONTEXT[2]]
+    continued = alice.responses.create(model="echo", input=[*kept, item, {"role": "user", "content": "And?"}],
+                                       store=False)
+    assert continued.output_text == "You said: And?"
+    assert continued.usage.input_tokens == continued_prompt_tokens(kept, summary, continued.created_at)
+
+
+def test_a_compaction_trigger_after_previous_response_id_compacts_the_chain(alice):
+    turns = chain(alice, ["My name is Ada.", "I live in Paris."])
+    compacted = alice.responses.create(model="echo", previous_response_id=turns[-1].id,
+                                       input=[{"type": "compaction_trigger"}])
+    [item] = compacted.output
+    assert compacted.status == "completed" and item.type == "compaction"
+    summary = summary_of(item.to_dict())
+    assert "assistant: You said: My name is Ada." in summary
+    # Later turns read the user messages and the summary, not the rest of the chain.
+    continued = alice.responses.create(model="echo", previous_response_id=compacted.id, input="And?")
+    kept = [{"role": "user", "content": "My name is Ada."}, {"role": "user", "content": "I live in Paris."}]
+    assert continued.usage.input_tokens == continued_prompt_tokens(kept, summary, continued.created_at)

@@ -489,3 +489,23 @@ def test_a_failed_continuation_lets_go_of_the_held_response(alice: openai.OpenAI
         connection.response.create(model="echo", input="Hi", store=False, previous_response_id=first_id)
         [refused] = read_until(connection, lambda events: events[-1]["type"] == "error")
         assert refused["error"]["code"] == "previous_response_not_found"
+
+
+def test_a_compaction_trigger_over_the_socket_compacts_the_held_store_false_response(alice: openai.OpenAI):
+    # Codex over the socket: store=false turns continued by previous_response_id; its inline
+    # compaction sends only the trigger, and the next turn continues from the compaction.
+    with alice.responses.connect() as connection:
+        connection.response.create(model="echo", input="My name is Ada.", store=False)
+        first = read_until(connection, ended())
+        connection.response.create(model="echo", input=[{"type": "compaction_trigger"}], store=False,
+                                   previous_response_id=first[0]["response"]["id"])
+        compacting = read_until(connection, ended())
+        assert compacting[-1]["type"] == "response.completed", compacting[-1]
+        [item] = [e["item"] for e in compacting if e["type"] == "response.output_item.done"]
+        assert item["type"] == "compaction" and compacting[-1]["response"]["output"] == [item]
+        assert any(e["type"] == "response.compaction.compacting" for e in compacting)
+        connection.response.create(model="echo", input="And?", store=False,
+                                   previous_response_id=compacting[0]["response"]["id"])
+        continued = read_until(connection, ended())
+    assert continued[-1]["type"] == "response.completed"
+    assert continued[-1]["response"]["output"][-1]["content"][0]["text"] == "You said: And?"
