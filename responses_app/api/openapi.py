@@ -148,6 +148,20 @@ MODEL_LIST = {
                    "data": {"type": "array", "items": ref("Model")}},
 }
 
+# Codex CLI's model catalog (wire/codex_catalog.py): Codex's own type, which no SDK has.
+CODEX_CATALOG = {
+    "type": "object",
+    "required": ["models"],
+    "properties": {"models": {"type": "array", "items": {
+        "type": "object",
+        "required": ["slug", "display_name", "supported_reasoning_levels", "shell_type", "visibility",
+                     "supported_in_api", "priority", "support_verbosity", "truncation_policy",
+                     "experimental_supported_tools", "base_instructions"],
+        "properties": {"slug": {"type": "string"}, "context_window": {"type": "integer"},
+                       "auto_compact_token_limit": {"type": "integer"}},
+    }}},
+}
+
 # Scheduled responses are this server's own extension: no SDK type describes them.
 SCHEDULE = {
     "oneOf": [
@@ -245,8 +259,12 @@ INPUT_ITEMS = extend_schema(
         OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc."),
     ],
     responses={200: OpenApiResponse(ref("ResponseItemList"))})
-MODELS = extend_schema(operation_id="listModels", summary="List the models",
-                       responses={200: OpenApiResponse(MODEL_LIST)})
+MODELS = extend_schema(
+    operation_id="listModels", summary="List the models",
+    description="With `client_version`, the model catalog Codex CLI reads for a custom provider "
+                "(`{\"models\": [ModelInfo]}`, with an ETag) instead of the list.",
+    parameters=[OpenApiParameter("client_version", str, description="Codex CLI's version: answer with its catalog.")],
+    responses={200: OpenApiResponse({"oneOf": [MODEL_LIST, CODEX_CATALOG]})})
 MODEL = extend_schema(operation_id="retrieveModel", summary="Retrieve a model",
                       responses={200: OpenApiResponse(ref("Model"))})
 PAGE = [OpenApiParameter("after", str, description="The id of the last object of the previous page."),

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import hashlib
+import json
 
 from django.conf import settings
-from django.http import HttpResponseBase, JsonResponse
+from django.http import HttpResponse, HttpResponseBase, JsonResponse
 from rest_framework.request import Request
 
 from responses_app import selectors
 from responses_app.api import openapi
 from responses_app.api.base import ApiView
-from responses_app.api.params import bool_param, include_param, int_param, json_body, order_param
+from responses_app.api.params import bool_param, include_param, int_param, json_body, known_query, order_param
 from responses_app.api.throttling import TenantCreateThrottle
 from responses_app.context.compaction import compacted_response
 from responses_app.lib.asyncdb import db
@@ -27,6 +29,7 @@ from responses_app.stream.reader import ResponseGone, follow_frames, wait_until_
 from responses_app.stream.sse import sse_frame, sse_response
 from responses_app.validation.create import parse_compact_request, parse_count_request, parse_create_request
 from responses_app.validation.request import CreateRequest
+from responses_app.wire.codex_catalog import codex_catalog
 from responses_app.wire.errors import InvalidRequest, NotFound
 from responses_app.wire.objects import model_object
 
@@ -160,11 +163,19 @@ class InputTokensView(ApiView):
 
 
 class ModelsView(ApiView):
-    """GET /v1/models"""
+    """GET /v1/models: the OpenAI list; with ``client_version`` (Codex CLI asks so), the
+    catalog Codex reads for a custom provider (wire/codex_catalog.py)."""
 
     @openapi.MODELS
     async def get(self, request: Request) -> HttpResponseBase:
-        return JsonResponse({"object": "list", "data": [model_object(model) for model in settings.MODEL_REGISTRY]})
+        known_query(request.query_params, ("client_version",))
+        if "client_version" not in request.query_params:
+            return JsonResponse({"object": "list", "data": [model_object(model) for model in settings.MODEL_REGISTRY]})
+        body = json.dumps(codex_catalog(settings.MODEL_REGISTRY))
+        etag = f'"{hashlib.sha256(body.encode()).hexdigest()[:32]}"'
+        if request.headers.get("If-None-Match") == etag:
+            return HttpResponse(status=304, headers={"ETag": etag})
+        return HttpResponse(body, content_type="application/json", headers={"ETag": etag})
 
 
 class ModelView(ApiView):

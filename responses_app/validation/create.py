@@ -88,6 +88,7 @@ def parse_create_request(body: Any) -> CreateRequest:
         raise InvalidRequest("The request body must be a JSON object.")
     if body.get("model") is None:
         raise InvalidRequest("Missing required parameter: 'model'.", param="model", code="missing_required_parameter")
+    body = _without_client_passthrough(body)
     check(_CREATE_BODY, body)
     _refuse_what_cannot_run(body)
 
@@ -154,6 +155,20 @@ def parse_create_request(body: Any) -> CreateRequest:
         completion_window=completion_window,
         continuation_id=continuation_id,
     )
+
+
+# Fields a client puts on its input items for OpenAI's own use, which mean nothing to the
+# model: Codex CLI's, on each item it sends to a provider it takes for OpenAI's.
+CLIENT_PASSTHROUGH_FIELDS = frozenset({"internal_chat_message_metadata_passthrough"})
+
+
+def _without_client_passthrough(body: dict[str, Any]) -> dict[str, Any]:
+    items = body.get("input")
+    if not isinstance(items, list) or not any(isinstance(item, dict) and CLIENT_PASSTHROUGH_FIELDS & set(item)
+                                              for item in items):
+        return body
+    return {**body, "input": [{key: value for key, value in item.items() if key not in CLIENT_PASSTHROUGH_FIELDS}
+                              if isinstance(item, dict) else item for item in items]}
 
 
 def _compaction_trigger(value: Any) -> tuple[Any, bool]:
