@@ -28,7 +28,9 @@ from responses_app.harmony.encoding import get_encoding, max_token_id, special_t
 
 # "client_call": a call of a client tool that the API types as an item of its own (shell,
 # local_shell, apply_patch: harmony/client_tools), read whole before it becomes one.
-MessageKind = Literal["reasoning", "message", "function_call", "custom_tool_call", "client_call", "tool_call"]
+# "tool_search": a call of the request's tool_search tool (harmony/tool_search).
+MessageKind = Literal["reasoning", "message", "function_call", "custom_tool_call", "client_call", "tool_search",
+                      "tool_call"]
 
 FUNCTION_PREFIX = "functions."
 # A model that never finishes a header would otherwise stream nothing until max_tokens.

@@ -24,6 +24,7 @@ from openai_harmony import (
     ToolNamespaceConfig,
 )
 
+from responses_app.harmony import tool_search
 from responses_app.harmony.client_tools import (
     BY_CALL_TYPE,
     BY_OUTPUT_TYPE,
@@ -33,6 +34,7 @@ from responses_app.harmony.client_tools import (
     output_text,
 )
 from responses_app.harmony.encoding import get_encoding
+from responses_app.harmony.tool_search import is_deferred
 from responses_app.wire.tool_types import WEB_SEARCH_TYPES
 
 FUNCTIONS_NAMESPACE = "functions"
@@ -51,6 +53,8 @@ PYTHON_DESCRIPTION = (
 )
 # The tools the model calls in harmony's "functions" namespace.
 FUNCTION_TOOL_TYPES = ("function", "custom", *CLIENT_TOOLS)
+# The tool search the model calls as a function of this name (harmony/tool_search.py).
+SEARCH_TOOL = tool_search.TOOL_NAME
 # Harmony prescribes this content type for function call arguments.
 FUNCTION_CALL_CONTENT_TYPE = "<|constrain|>json"
 
@@ -163,7 +167,16 @@ def offered_namespaces(tools: list[dict], tool_choice: str | dict) -> list[dict]
     own beside ``functions`` (a call to one is ``to=<namespace>.<function>``)."""
     if tool_choice == "none" or (isinstance(tool_choice, dict) and tool_choice.get("type") in FUNCTION_TOOL_TYPES):
         return []
-    return [tool for tool in tools if tool.get("type") == "namespace"]
+    return [loaded for tool in tools if tool.get("type") == "namespace" and (loaded := _loaded_namespace(tool))]
+
+
+def _loaded_namespace(namespace: dict) -> dict | None:
+    """A namespace as the prompt declares it: without the members it defers (tool search
+    loads them), or None when nothing of it is loaded."""
+    if is_deferred(namespace):
+        return None
+    members = [member for member in namespace["tools"] if not is_deferred(member)]
+    return {**namespace, "tools": members} if members else None
 
 
 def offered_function_tools(tools: list[dict], tool_choice: str | dict) -> list[dict]:
@@ -175,7 +188,8 @@ def offered_function_tools(tools: list[dict], tool_choice: str | dict) -> list[d
     stays the same whatever is allowed: the worker refuses the calls it does not allow
     (harmony/allowed_calls.py). Non-function tools (built-in tools) are rendered elsewhere.
     """
-    functions = [tool for tool in tools if tool.get("type", "function") in FUNCTION_TOOL_TYPES]
+    functions = [tool for tool in tools if tool.get("type", "function") in (*FUNCTION_TOOL_TYPES, SEARCH_TOOL)
+                 and not is_deferred(tool)]
     if tool_choice == "none":
         return []
     if isinstance(tool_choice, dict):
@@ -186,8 +200,9 @@ def offered_function_tools(tools: list[dict], tool_choice: str | dict) -> list[d
 
 
 def function_name(tool: dict) -> str | None:
-    """The name the model calls a tool of ``functions`` by: a client tool's is its type."""
-    return tool["type"] if tool.get("type") in CLIENT_TOOLS else tool.get("name")
+    """The name the model calls a tool of ``functions`` by: a client tool's (and tool
+    search's) is its type."""
+    return tool["type"] if tool.get("type") in (*CLIENT_TOOLS, SEARCH_TOOL) else tool.get("name")
 
 
 def _allowed_function_names(tool_choice: dict) -> set[str] | None:
@@ -203,6 +218,9 @@ def _tool_description(tool: dict) -> ToolDescription:
     client_tool = CLIENT_TOOLS.get(tool.get("type") or "")
     if client_tool is not None:
         return ToolDescription.new(client_tool.tool_type, client_tool.description, client_tool.parameters)
+    if tool.get("type") == SEARCH_TOOL:
+        return ToolDescription.new(SEARCH_TOOL, tool.get("description") or tool_search.DEFAULT_DESCRIPTION,
+                                   tool.get("parameters") or tool_search.DEFAULT_PARAMETERS)
     name = tool.get("name")
     if not name:
         raise PromptError("A function tool needs a name.")
@@ -419,7 +437,37 @@ def _no_message(item: dict, approvals: dict[str, dict]) -> list[Message]:
 
 
 ToolItemRenderer = Callable[[dict, dict[str, dict]], list[Message]]
+def _tool_search_call(item: dict, approvals: dict[str, dict]) -> list[Message]:
+    arguments = item.get("arguments")
+    return [tool_call_message(f"{FUNCTIONS_NAMESPACE}.{SEARCH_TOOL}", json.dumps(arguments), "commentary",
+                              FUNCTION_CALL_CONTENT_TYPE)]
+
+
+def _tool_search_output(item: dict, approvals: dict[str, dict]) -> list[Message]:
+    """The search's answer, then the tools it loaded, declared to the model from here on."""
+    tools = item.get("tools") or []
+    return [tool_output_message(f"{FUNCTIONS_NAMESPACE}.{SEARCH_TOOL}", tool_search.output_text(tools), "commentary"),
+            *loaded_tools_messages(tools)]
+
+
+def loaded_tools_messages(tools: list[dict]) -> list[Message]:
+    """A developer message that declares the tools a search loaded (none when it loaded none)."""
+    functions = [_tool_description(tool) for tool in tools if tool.get("type") in ("function", "custom")]
+    content = DeveloperContent.new()
+    if functions:
+        content = content.with_function_tools(functions)
+    for namespace in (tool for tool in tools if tool.get("type") == "namespace"):
+        content = content.with_tools(ToolNamespaceConfig(
+            name=namespace["name"], description=namespace.get("description") or "",
+            tools=[_tool_description(member) for member in namespace["tools"]]))
+    if not functions and not any(tool.get("type") == "namespace" for tool in tools):
+        return []
+    return [Message.from_role_and_content(Role.DEVELOPER, content)]
+
+
 TOOL_ITEM_RENDERERS: dict[str, ToolItemRenderer] = {
+    "tool_search_call": _tool_search_call,
+    "tool_search_output": _tool_search_output,
     "code_interpreter_call": _code_interpreter_call,
     "mcp_call": _mcp_call,
     "mcp_approval_request": _mcp_approval_request,
@@ -462,12 +510,14 @@ def _joined_texts(parts: object) -> str:
 # --- the tool loop's continuations -------------------------------------------------------------
 
 
-def tool_result_tokens(author: str, text: str, channel: str) -> list[int]:
-    """A tool's message to the assistant, then the header of the assistant's next message:
-    what the tool loop appends to the prompt after the model's call."""
+def tool_result_tokens(author: str, text: str, channel: str, loaded: tuple[dict, ...] = ()) -> list[int]:
+    """A tool's message to the assistant (and the declaration of the tools a search
+    loaded), then the header of the assistant's next message: what the tool loop appends
+    to the prompt after the model's call."""
     encoding = get_encoding()
-    message = tool_output_message(author, text, channel)
-    return [*encoding.render(message), *encoding.encode("<|start|>assistant", allowed_special="all")]
+    messages = [tool_output_message(author, text, channel), *loaded_tools_messages(list(loaded))]
+    return [token for message in messages for token in encoding.render(message)] + encoding.encode(
+        "<|start|>assistant", allowed_special="all")
 
 
 def forced_call_prefix(tool_choice: str | dict, tools: list[dict]) -> list[int]:

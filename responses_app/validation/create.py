@@ -24,7 +24,9 @@ from responses_app.validation.request import CreateRequest
 from responses_app.validation.sdk_types import check, strict_validator
 from responses_app.validation.tools import (
     approval_response_item,
+    check_deferred_tools,
     checked_name,
+    tool_search_item,
     validate_tool_choice,
     validate_tools,
 )
@@ -111,6 +113,7 @@ def parse_create_request(body: Any) -> CreateRequest:
         raise InvalidRequest("'previous_response_id' cannot be used together with 'conversation'.",
                              param="previous_response_id")
     tools = validate_tools(body.get("tools"), constrains=settings.MODEL_REGISTRY[model]["engine"] == "vllm")
+    check_deferred_tools(tools)
     params: dict[str, Any] = {
         "instructions": body.get("instructions"),
         "max_output_tokens": _optional_int(body, "max_output_tokens", minimum=1),
@@ -481,6 +484,9 @@ def _input_item(item: Any, param: str) -> dict[str, Any]:
         return _reasoning_item(item, param)
     if item_type == "compaction":
         return _compaction_item(item, param)
+    if item_type in ("tool_search_call", "tool_search_output"):
+        prefix = "ts" if item_type == "tool_search_call" else "tso"
+        return {"id": _item_id(item, param, prefix), **tool_search_item(item, param, constrains=True)}
     if item_type == "mcp_approval_response":
         return approval_response_item(item, param)
     if item_type in UNSUPPORTED_ITEM_TYPES:

@@ -4,8 +4,8 @@ client may send back (``mcp_approval_response``). Their structure is checked alr
 
 Function and custom tools (alone or grouped in a ``namespace``) and the shell, local_shell
 and apply_patch tools run on the client; code_interpreter, mcp and web_search run in the
-worker's tool loop. Tool types this server does not run are
-refused by name with a 400.
+worker's tool loop; tool_search runs in either (harmony/tool_search.py). Tool types this
+server does not run are refused by name with a 400.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from responses_app.harmony.client_tools import CLIENT_TOOLS
+from responses_app.harmony.tool_search import TOOL_NAME as SEARCH_TOOL
+from responses_app.harmony.tool_search import is_deferred, search_tool
 from responses_app.lib.ids import new_id
 from responses_app.validation.files import file_ids_field
 from responses_app.validation.json_schema import check_grammar
@@ -27,20 +29,26 @@ RESERVED_NAMESPACES = frozenset({"functions", "python", "browser", "container"})
 # --- tools -------------------------------------------------------------------------------------
 
 
-def validate_tools(value: Any, constrains: bool = False) -> list[dict[str, Any]]:
+def validate_tools(value: Any, constrains: bool = False, param: str = "tools") -> list[dict[str, Any]]:
     """``constrains``: the model's engine enforces grammars (vLLM), which a custom tool's
-    ``grammar`` format needs."""
+    ``grammar`` format needs. ``param``: where the tools are (a tool_search_output's
+    ``tools`` are the tools it loaded)."""
     if value is None:
         return []
     if not isinstance(value, list):
-        raise invalid_type("tools", "an array", value)
+        raise invalid_type(param, "an array", value)
     tools: list[dict[str, Any]] = []
     function_names: set[str] = set()
     namespaces: set[str] = set()
+    where = param
     for index, tool in enumerate(value):
-        param = f"tools[{index}]"
+        param = f"{where}[{index}]"
         tool_type = tool["type"]
-        if tool_type == "function":
+        if tool_type == "tool_search":
+            tool = _tool_search_tool(tool, param)
+            _unique(SEARCH_TOOL, function_names, f"Duplicate tool '{SEARCH_TOOL}' (or a function of that name).",
+                    f"{param}.type")
+        elif tool_type == "function":
             tool = function_tool(tool, param)
             _unique(tool["name"], function_names, f"Duplicate function name '{tool['name']}'.", f"{param}.name")
         elif tool_type == "custom":
@@ -68,11 +76,22 @@ def validate_tools(value: Any, constrains: bool = False) -> list[dict[str, Any]]
         tools.append(tool)
     for singleton in ("code_interpreter", "web_search"):
         if sum(1 for tool in tools if _family(tool["type"]) == singleton) > 1:
-            raise InvalidRequest(f"At most one {singleton} tool may be given.", param="tools")
+            raise InvalidRequest(f"At most one {singleton} tool may be given.", param=where)
     # Namespaces and MCP labels name harmony namespaces beside the built-in ones.
     for name in namespaces & RESERVED_NAMESPACES:
-        raise InvalidRequest(f"The namespace '{name}' is reserved.", param="tools")
+        raise InvalidRequest(f"The namespace '{name}' is reserved.", param=where)
     return tools
+
+
+def check_deferred_tools(tools: list[dict[str, Any]]) -> None:
+    """Tools deferred with ``defer_loading`` reach the model only through a tool search."""
+    if search_tool(tools) is not None:
+        return
+    for index, tool in enumerate(tools):
+        members = tool.get("tools") if tool["type"] == "namespace" else []
+        if is_deferred(tool) or any(is_deferred(member) for member in members):
+            raise InvalidRequest("A tool with defer_loading is offered to the model only through tool search: "
+                                 "add a tool of type 'tool_search'.", param=f"tools[{index}]")
 
 
 def _family(tool_type: str) -> str:
@@ -100,9 +119,9 @@ def checked_name(name: str, param: str) -> str:
 
 
 def function_tool(tool: dict, param: str) -> dict[str, Any]:
-    """A function tool as stored and echoed: ``defer_loading``, ``allowed_callers`` and
-    ``output_schema`` serve OpenAI's tool search and programmatic calling, which this
-    server does not run; every function is offered to the model directly."""
+    """A function tool as stored and echoed: ``allowed_callers`` and ``output_schema`` serve
+    OpenAI's programmatic calling, which this server does not run; ``defer_loading`` keeps
+    the function out of the prompt until a tool search loads it."""
     name = checked_name(tool["name"], f"{param}.name")
     description = tool.get("description")
     parameters = tool.get("parameters")
@@ -115,6 +134,7 @@ def function_tool(tool: dict, param: str) -> dict[str, Any]:
         "description": description,
         "parameters": parameters or {"type": "object", "properties": {}},
         "strict": True if strict is None else strict,
+        **_deferred(tool),
     }
 
 
@@ -132,7 +152,8 @@ def _custom_tool(tool: dict, param: str, constrains: bool) -> dict[str, Any]:
         tool_format = {"type": "grammar", "syntax": tool_format["syntax"], "definition": tool_format["definition"]}
     else:
         tool_format = {"type": "text"}
-    return {"type": "custom", "name": name, "description": tool.get("description"), "format": tool_format}
+    return {"type": "custom", "name": name, "description": tool.get("description"), "format": tool_format,
+            **_deferred(tool)}
 
 
 def _client_tool(tool: dict, param: str) -> dict[str, Any]:
@@ -164,7 +185,33 @@ def _namespace_tool(tool: dict, param: str) -> dict[str, Any]:
         functions.append(member)
     if not functions:
         raise InvalidRequest(f"The namespace '{name}' has no tools.", param=f"{param}.tools")
-    return {"type": "namespace", "name": name, "description": tool["description"], "tools": functions}
+    return {"type": "namespace", "name": name, "description": tool["description"], "tools": functions,
+            **_deferred(tool)}
+
+
+def _deferred(tool: dict) -> dict[str, Any]:
+    """``defer_loading``, kept when true: the tool stays out of the prompt until a tool
+    search loads it (harmony/tool_search.py)."""
+    return {"defer_loading": True} if tool.get("defer_loading") else {}
+
+
+def _tool_search_tool(tool: dict, param: str) -> dict[str, Any]:
+    """Search of the deferred tools: run by the server (the default) or by the client, which
+    may give the model its own description and parameters of the search."""
+    _known_keys(tool, param, ("type", "execution", "description", "parameters"))
+    parameters = tool.get("parameters")
+    if parameters is not None and not isinstance(parameters, dict):
+        raise invalid_type(f"{param}.parameters", "an object", parameters)
+    description = tool.get("description")
+    if description is not None and not isinstance(description, str):
+        raise invalid_type(f"{param}.description", "a string", description)
+    result: dict[str, Any] = {"type": "tool_search", "execution": tool.get("execution") or "server"}
+    if result["execution"] == "client":
+        result.update({key: tool[key] for key in ("description", "parameters") if tool.get(key) is not None})
+    elif description is not None or parameters is not None:
+        raise InvalidRequest("A server-side tool_search takes no description or parameters (they describe a "
+                             "search the client runs: execution 'client').", param=param)
+    return result
 
 
 def _code_interpreter_tool(tool: dict, param: str) -> dict[str, Any]:
@@ -273,6 +320,28 @@ def _tool_reference(value: dict[str, Any], tools: list[dict[str, Any]], param: s
 
 
 # --- tool items a client sends ------------------------------------------------------------------
+
+
+def tool_search_item(item: dict, param: str, constrains: bool) -> dict[str, Any]:
+    """A tool search's call or output (without its id), sent back as input (a client's
+    search, or the items a server-side one made): an output's ``tools`` are the tools it loaded."""
+    execution = item.get("execution") or "client"
+    call_id = item.get("call_id")
+    if call_id is not None and not isinstance(call_id, str):
+        raise invalid_type(f"{param}.call_id", "a string", call_id)
+    common = {"type": item["type"], "call_id": call_id, "execution": execution, "status": "completed"}
+    if item["type"] == "tool_search_call":
+        arguments = item.get("arguments")
+        if not isinstance(arguments, dict):
+            raise invalid_type(f"{param}.arguments", "an object", arguments)
+        return {**common, "arguments": arguments}
+    loaded = validate_tools(item.get("tools"), constrains, param=f"{param}.tools")
+    for index, tool in enumerate(loaded):
+        if tool["type"] not in ("function", "custom", "namespace"):
+            raise InvalidRequest(f"A tool search loads function, custom and namespace tools, not '{tool['type']}'.",
+                                 param=f"{param}.tools[{index}].type")
+    return {**common, "tools": loaded}
+
 
 
 def approval_response_item(item: dict, param: str) -> dict[str, Any]:

@@ -67,7 +67,7 @@ def model_info(model_id: str, entry: dict[str, Any], priority: int) -> dict[str,
         "web_search_tool_type": "text",
         # A freeform apply_patch is a custom tool with a grammar, which only vLLM enforces.
         "apply_patch_tool_type": "freeform" if entry.get("engine") == "vllm" else None,
-        "supports_search_tool": False,
+        "supports_search_tool": True,
     }
     if context_window:
         info["context_window"] = context_window

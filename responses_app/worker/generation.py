@@ -31,7 +31,14 @@ from responses_app.harmony.parser import (
     MessageStarted,
     OutputParser,
 )
-from responses_app.harmony.prompt import PromptError, forced_call_prefix, summary_prompt, tool_result_tokens
+from responses_app.harmony.prompt import (
+    SEARCH_TOOL,
+    PromptError,
+    forced_call_prefix,
+    summary_prompt,
+    tool_result_tokens,
+)
+from responses_app.harmony.tool_search import search_tool
 from responses_app.lib.ids import new_id
 from responses_app.models import Response, ResponseStatus
 from responses_app.stream.builder import EventBuilder
@@ -42,6 +49,7 @@ from responses_app.worker.client_calls import ClientToolCall
 from responses_app.worker.off_loop import OffLoop
 from responses_app.worker.refused_calls import RefusedCall
 from responses_app.worker.tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
+from responses_app.worker.tool_search_calls import ToolSearchCall
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -175,10 +183,14 @@ class Generation:
                                if tool["type"] == "custom"}
         self.grammar: dict[str, Any] | None = None  # the grammar the call just started must keep to
         # The tools in harmony's "functions" whose calls are not function_calls.
+        self.search_tool = search_tool(request.get("tools", []))
         self.call_kinds: dict[str, MessageKind] = {
             **{name: "custom_tool_call" for name in self.custom_formats},
-            **{tool["type"]: "client_call" for tool in request.get("tools", []) if tool["type"] in CLIENT_TOOLS}}
-        self.function_namespaces = frozenset(tool["name"] for tool in request.get("tools", [])
+            **{tool["type"]: "client_call" for tool in request.get("tools", []) if tool["type"] in CLIENT_TOOLS},
+            **({SEARCH_TOOL: "tool_search"} if self.search_tool is not None else {})}
+        # Namespaces the model may call: the request's, and those a tool search loaded.
+        loaded = [tool for item in history if item.get("type") == "tool_search_output" for tool in item["tools"]]
+        self.function_namespaces = frozenset(tool["name"] for tool in [*request.get("tools", []), *loaded]
                                              if tool["type"] == "namespace")
         self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}
         self.allowed_calls = AllowedCalls.of(request.get("tool_choice"))
@@ -220,7 +232,7 @@ class Generation:
             result = await self.in_tool_thread(end.call.execute)
             if result is None:
                 return ResponseStatus.COMPLETED, None  # waits for the client: an approval, a client tool's output
-            prompt = prompt + end.tokens + tool_result_tokens(result.author, result.text, result.channel)
+            prompt = prompt + end.tokens + tool_result_tokens(result.author, result.text, result.channel, result.loaded)
             await self.writer.tick()
         raise ResponseFailure(f"The model was still calling tools after {settings.MAX_TOOL_TURNS} turns.")
 
@@ -477,6 +489,8 @@ class Generation:
             self.held_steps.append(step)
         elif isinstance(step, MessageStarted) and step.kind == "client_call":
             self.call = ClientToolCall(self.builder, CLIENT_TOOLS[step.name or ""])
+        elif isinstance(step, MessageStarted) and step.kind == "tool_search" and self.search_tool is not None:
+            self.call = ToolSearchCall(self.builder, self.search_tool, self.response.request.get("tools", []))
         elif self.call is not None and isinstance(step, ContentDelta):
             self.call.delta(step.text)
         elif self.call is not None and isinstance(step, MessageFinished):

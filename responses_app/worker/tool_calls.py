@@ -43,6 +43,7 @@ class ToolResult:
     author: str  # python, browser.search, <server_label>.<tool>
     text: str
     channel: str
+    loaded: tuple[dict[str, Any], ...] = ()  # the tools a tool search loaded, declared after the text
 
 
 class ToolCall(Protocol):

@@ -56,8 +56,7 @@ def body(**fields: Any) -> dict[str, Any]:
 REFUSED_TOOLS = [{"type": "file_search", "vector_store_ids": ["vs_1"]}, {"type": "image_generation"},
                  {"type": "computer"},
                  {"type": "computer_use_preview", "display_height": 768, "display_width": 1024,
-                  "environment": "linux"},
-                 {"type": "tool_search"}]
+                  "environment": "linux"}]
 
 # (case id, request body: raw bytes or a JSON value, expected status, expected param, words the message names)
 BAD_CREATES = [

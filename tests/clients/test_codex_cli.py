@@ -1,9 +1,10 @@
 """Codex CLI (``@openai/codex``, pinned in tests/clients/package.json) against the live
-stack, configured as a user would point it at this server: a custom provider with
-``wire_api = "responses"``, nothing else changed. Codex sends what it always sends
-(client_metadata, a namespace tool, web_search without external access, reasoning
-summaries, store=false with encrypted reasoning) and runs a shell command the model asks
-for, over HTTP and over the Responses WebSocket."""
+stack, configured as docs/codex.md says: a custom provider with ``wire_api = "responses"``
+and the server's model catalog. Codex sends what it always sends (client_metadata, a
+client tool_search with its multi-agent tools deferred, web_search without external
+access, reasoning summaries, store=false with encrypted reasoning), runs a shell command
+the model asks for, loads a deferred tool by search and calls it, and compacts a session
+inline, over HTTP and over the Responses WebSocket."""
 
 from __future__ import annotations
 
@@ -101,7 +102,8 @@ def test_codex_exec_runs_a_tool_round_trip(tmp_path, stack, client_key, db_acces
     assert made.count() >= 2 and all(r.status == "completed" and not r.store for r in made)
     first = next(r for r in made if r.request["tools"])
     assert first.request["client_metadata"]  # what Codex says about itself, kept for operators
-    assert {tool["type"] for tool in first.request["tools"]} >= {"function", "namespace", "web_search"}
+    # Its multi-agent namespace is deferred behind a client tool search (the catalog says the model searches).
+    assert {tool["type"] for tool in first.request["tools"]} >= {"function", "tool_search", "web_search"}
     assert first.request["include"] == ["reasoning.encrypted_content"]
     assert all(bool(r.socket_session) == websockets for r in made)
 
@@ -156,3 +158,30 @@ def test_codex_compacts_a_session_inline_and_goes_on_from_the_compaction(tmp_pat
     # The turn after it goes on from the compaction: sent back as input (HTTP), or the
     # response it continues (the socket's previous_response_id).
     assert last.previous_response_id == compacting.pk or item["id"] in {entry["id"] for entry in input_items(last)}
+
+
+
+@pytest.mark.parametrize("websockets", [False, True], ids=["http", "websocket"])
+def test_codex_loads_a_deferred_tool_by_search_and_calls_it(tmp_path, stack, client_key, db_access, websockets):
+    # The catalog says the model can search tools: Codex defers its multi-agent tools behind
+    # a client tool_search, runs the model's search itself, and sends the namespace it found.
+    home = codex_home(tmp_path, stack.base_url, websockets)
+    before = set(Response.objects.values_list("pk", flat=True))
+    script = ('<|channel|>commentary to=functions.tool_search <|constrain|>json<|message|>'
+              '{"query": "close agent", "limit": 2}<|call|>'
+              '<|start|>assistant<|channel|>commentary to=multi_agent_v1.close_agent <|constrain|>json'
+              '<|message|>{"target": "no-such-agent"}<|call|><|start|>assistant' + ANSWER.format(text="Closed."))
+    events = run_codex(home, workdir_of(tmp_path), client_key, script)
+
+    assert completed_items(events, "agent_message")[-1]["text"] == "Closed."
+    made = list(Response.objects.exclude(pk__in=before).order_by("created_at"))
+    first = next(r for r in made if any(t["type"] == "tool_search" for t in r.request["tools"]))
+    assert not any(t.get("name") == "multi_agent_v1" for t in first.request["tools"])  # deferred, not sent
+    outputs = [item for r in made for item in output_items(r)]
+    [searched] = [item for item in outputs if item["type"] == "tool_search_call"]
+    assert searched["execution"] == "client" and searched["arguments"]["query"] == "close agent"
+    [called] = [item for item in outputs if item["type"] == "function_call"]
+    assert (called["namespace"], called["name"]) == ("multi_agent_v1", "close_agent")
+    # Codex answered the call it could not carry out, and the model read that answer.
+    assert [item for r in made for item in input_items(r)
+            if item["type"] == "function_call_output" and item["call_id"] == called["call_id"]]

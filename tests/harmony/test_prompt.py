@@ -280,3 +280,19 @@ def test_special_token_text_in_user_input_stays_plain_text():
     # Only the system and user messages end: the user's "<|end|>" is text, not a token.
     assert tokens.count(special_token_id("<|end|>")) == 2
     assert tokens.count(special_token_id("<|start|>")) == 3
+
+
+def test_deferred_tools_are_declared_where_a_tool_search_output_loads_them():
+    deferred = {**WEATHER_TOOL, "defer_loading": True}
+    tools = [{"type": "tool_search", "execution": "client"}, deferred]
+    history = [user("hi"),
+               {"type": "tool_search_call", "call_id": "c1", "execution": "client", "arguments": {"query": "weather"}},
+               {"type": "tool_search_output", "call_id": "c1", "execution": "client", "tools": [deferred]}]
+    text = text_of(PromptRequest(history=history, tools=tools))
+    developer, rest = text.split("<|start|>developer<|message|>", 1)[1].split("<|end|>", 1)
+    assert "type tool_search" in developer and "get_weather" not in developer
+    assert "to=functions.tool_search<|channel|>commentary <|constrain|>json<|message|>{\"query\": \"weather\"}" in rest
+    assert ("<|start|>functions.tool_search to=assistant<|channel|>commentary<|message|>Loaded these tools; you can "
+            "call them now: functions.get_weather.<|end|>") in rest
+    loaded = rest.split("<|start|>developer<|message|>", 1)[1]
+    assert "type get_weather = (_: {" in loaded
