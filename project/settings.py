@@ -406,6 +406,8 @@ DATA_UPLOAD_MAX_NUMBER_FIELDS = int(env_float("UPLOAD_MAX_FIELDS", 16))
 TENANT_MAX_CONCURRENT_FOREGROUND = int(env_float("TENANT_MAX_CONCURRENT_FOREGROUND", 256))
 TENANT_MAX_SCHEDULES = int(env_float("TENANT_MAX_SCHEDULES", 100))
 TENANT_MAX_WEBHOOK_ENDPOINTS = int(env_float("TENANT_MAX_WEBHOOK_ENDPOINTS", 20))
+# Prompt templates: versions of all a tenant's prompts together (each version is kept).
+TENANT_MAX_PROMPT_VERSIONS = int(env_float("TENANT_MAX_PROMPT_VERSIONS", 1000))
 
 # Every /v1 view is a responses_app.api.base.ApiView, which sets its authentication,
 # permission and content negotiation; these defaults cover what DRF builds itself.

@@ -129,6 +129,7 @@ VALID_CREATES: dict[str, dict[str, Any]] = {
     "POST /v1/webhook_endpoints": {"name": "stateful", "event_types": ["response.completed"]},
     "POST /v1/scheduled_responses": {"name": "stateful", "schedule": {"every_seconds": 3600},
                                      "request": {"model": "echo", "input": "Hi"}},
+    "POST /v1/prompts": {"instructions": "Greet {{name}}."},
 }
 
 

@@ -10,6 +10,7 @@ from responses_app.api import (
     conversations,
     files,
     openapi,
+    prompts,
     scheduled_responses,
     views,
     webhooks,
@@ -48,5 +49,8 @@ urlpatterns = [
     path("scheduled_responses", scheduled_responses.ScheduledResponsesView.as_view()),
     path("scheduled_responses/<str:scheduled_response_id>", scheduled_responses.ScheduledResponseView.as_view()),
     path("scheduled_responses/<str:scheduled_response_id>/runs", scheduled_responses.ScheduledRunsView.as_view()),
+    path("prompts", prompts.PromptsView.as_view()),
+    path("prompts/<str:prompt_id>", prompts.PromptView.as_view()),
+    path("prompts/<str:prompt_id>/versions", prompts.PromptVersionsView.as_view()),
     path("openapi.json", openapi.OpenApiDocumentView.as_view()),
 ]

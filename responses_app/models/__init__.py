@@ -1,5 +1,5 @@
 """The models, by what they persist: responses and their streams, conversations, webhooks,
-schedules, files, batches."""
+schedules, files, batches, prompts."""
 
 from responses_app.models.batches import (
     BATCH_REQUEST_ENDS,
@@ -12,6 +12,7 @@ from responses_app.models.batches import (
 )
 from responses_app.models.conversations import Conversation, ConversationItem
 from responses_app.models.files import UPLOAD_PURPOSES, FilePurpose, StoredFile
+from responses_app.models.prompts import PromptVersion
 from responses_app.models.responses import (
     ACTIVE_STATUSES,
     TERMINAL_EVENT_TYPES,
@@ -41,7 +42,7 @@ __all__ = [
     "BatchRequestState", "BatchStatus",
     "ACTIVE_STATUSES", "TERMINAL_EVENTS", "TERMINAL_EVENT_TYPES", "TERMINAL_STATUSES", "WEBHOOK_EVENTS", "ApiKey",
     "ApiKeyScope", "Conversation", "ConversationItem", "DeferredState", "DeliveryStatus", "EventLog", "EventNames",
-    "FilePurpose", "StoredFile", "UPLOAD_PURPOSES",
+    "FilePurpose", "StoredFile", "UPLOAD_PURPOSES", "PromptVersion",
     "InputItem", "OutputItem", "Response", "ResponseEvent", "ResponseStatus", "ResponseSteer", "RunStatus",
     "ScheduledResponse", "ScheduledRun", "SteerState", "Tenant", "TenantDailyUsage", "WebhookAttempt",
     "WebhookDelivery", "WebhookEndpoint", "new_response_id",

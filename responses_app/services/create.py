@@ -28,6 +28,7 @@ from responses_app.models import (
     SteerState,
     Tenant,
 )
+from responses_app.prompts.resolve import prompt_input
 from responses_app.selectors import referenced_item
 from responses_app.sessions import lanes, steering
 from responses_app.stream.builder import EventBuilder
@@ -51,7 +52,12 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     # Steering input that waited for this explicit continuation goes first, in submission order.
     same_session = previous is not None and request.socket_session and request.socket_session == previous.socket_session
     steers = steering.pending_input(previous) if same_session else []
-    items = [item for steer in steers for item in steer.input_items] + resolve_input(tenant, request.input_items)
+    prompt_items: list[dict[str, Any]] = []
+    if params.get("prompt"):
+        instructions, prompt_items = prompt_input(tenant, params["prompt"], params.get("instructions"))
+        params = {**params, "instructions": instructions}
+    items = [item for steer in steers for item in steer.input_items] + resolve_input(
+        tenant, prompt_items + request.input_items)
     _check_container_files(tenant, params)
     earlier = _earlier_items(tenant, request, previous)
     _check_function_call_outputs(earlier, items)

@@ -143,7 +143,11 @@ def parse_create_request(body: Any) -> CreateRequest:
     if triggered:
         params["compaction_trigger"] = True
     input_items = parse_input(raw_input, references=True)
-    if not input_items and previous_response_id is None and not conversation_id:
+    if body.get("prompt") is not None:
+        # The stored prompt's instructions and input come in where the response is created (prompts/resolve.py).
+        params["prompt"] = {"id": body["prompt"]["id"], "version": body["prompt"].get("version"),
+                            "variables": body["prompt"].get("variables") or {}}
+    if not input_items and previous_response_id is None and not conversation_id and "prompt" not in params:
         raise InvalidRequest("'input' must not be empty.", param="input")
     completion_window, continuation_id = _background_options(body.get("background_options"), background, stream)
     return CreateRequest(
@@ -197,10 +201,7 @@ def _compaction_trigger(value: Any) -> tuple[Any, bool]:
 
 def _refuse_what_cannot_run(body: dict[str, Any]) -> None:
     """Fields the SDK defines whose meaning this server cannot honour: a silent no would
-    mislead (a prompt template it does not have, a moderation policy it cannot apply)."""
-    if body.get("prompt") is not None:
-        raise InvalidRequest("The parameter 'prompt' refers to a prompt template stored on OpenAI's platform; this "
-                             "server has none: send the prompt's text as 'instructions' and 'input'.", param="prompt")
+    mislead (a moderation policy it cannot apply)."""
     if body.get("moderation") is not None:
         raise InvalidRequest("The parameter 'moderation' is not supported: this server runs no moderation model.",
                              param="moderation")

@@ -45,6 +45,7 @@ def response_object(
         "parallel_tool_calls": request.get("parallel_tool_calls", True),
         "previous_response_id": response.previous_response_id,
         **({"conversation": {"id": response.conversation_id}} if response.conversation_id else {}),
+        "prompt": request.get("prompt"),
         "prompt_cache_key": request.get("prompt_cache_key"),
         "prompt_cache_retention": request.get("prompt_cache_retention"),
         "reasoning": request.get("reasoning") or {"effort": None, "summary": None},

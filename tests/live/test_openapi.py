@@ -65,6 +65,11 @@ FILE_OPERATIONS = {
     ("POST", "/v1/files"), ("GET", "/v1/files"), ("GET", "/v1/files/{file_id}"), ("DELETE", "/v1/files/{file_id}"),
     ("GET", "/v1/files/{file_id}/content"),
 }
+PROMPT_OPERATIONS = {
+    ("POST", "/v1/prompts"), ("GET", "/v1/prompts"), ("GET", "/v1/prompts/{prompt_id}"),
+    ("POST", "/v1/prompts/{prompt_id}"), ("DELETE", "/v1/prompts/{prompt_id}"),
+    ("GET", "/v1/prompts/{prompt_id}/versions"),
+}
 BATCH_OPERATIONS = {
     ("POST", "/v1/batches"), ("GET", "/v1/batches"), ("GET", "/v1/batches/{batch_id}"),
     ("POST", "/v1/batches/{batch_id}/cancel"),
@@ -91,7 +96,7 @@ def test_the_document_lists_every_operation_with_its_error_shape(stack: LiveStac
         ("POST", "/v1/responses/input_tokens"), ("POST", "/v1/responses/compact"),
         ("GET", "/v1/models"), ("GET", "/v1/models/{model_id}"),
         *WEBHOOK_OPERATIONS, *SCHEDULE_OPERATIONS, *CONVERSATION_OPERATIONS, *CONTAINER_OPERATIONS,
-        *FILE_OPERATIONS, *BATCH_OPERATIONS,
+        *FILE_OPERATIONS, *BATCH_OPERATIONS, *PROMPT_OPERATIONS,
     }
     create = document["paths"]["/v1/responses"]["post"]
     assert set(create["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
@@ -108,7 +113,7 @@ OPERATIONS = [
     "POST /v1/responses/input_tokens", "POST /v1/responses/compact", "GET /v1/models", "GET /v1/models/{model_id}",
     *sorted(f"{method} {path}" for method, path in
             WEBHOOK_OPERATIONS | SCHEDULE_OPERATIONS | CONVERSATION_OPERATIONS | CONTAINER_OPERATIONS
-            | FILE_OPERATIONS),
+            | FILE_OPERATIONS | PROMPT_OPERATIONS),
 ]
 
 
@@ -116,7 +121,7 @@ def remove_jobs_of_alice() -> None:
     """The schedules and webhook endpoints that generated requests made: they would go on
     creating responses and deliveries for the rest of the session. Deleted as the API does,
     which retries when a delivery races the delete."""
-    from responses_app.models import ScheduledResponse, WebhookEndpoint
+    from responses_app.models import PromptVersion, ScheduledResponse, WebhookEndpoint
     from responses_app.schedules.service import delete_schedule
     from responses_app.webhooks.endpoints import delete_endpoint
 
@@ -124,6 +129,7 @@ def remove_jobs_of_alice() -> None:
         delete_schedule(schedule.tenant, schedule.pk)
     for endpoint in WebhookEndpoint.objects.filter(tenant__name="alice").select_related("tenant"):
         delete_endpoint(endpoint.tenant, endpoint.pk)
+    PromptVersion.objects.filter(tenant__name="alice").delete()  # else they would fill alice's quota of versions
 
 
 def with_a_served_model(case: schemathesis.Case) -> schemathesis.Case:
@@ -199,6 +205,8 @@ def test_every_operation_keeps_to_the_document(stack: LiveStack, alice, alice_ke
     ids["container_id"] = alice.containers.create(name="schemathesis").id
     ids["file_id"] = alice.containers.files.create(ids["container_id"], file=("a.txt", b"a")).id
     ids["uploaded_file_id"] = alice.files.create(file=("a.txt", b"a"), purpose="user_data").id
+    ids["prompt_id"] = alice.post("/prompts", cast_to=httpx.Response,
+                                  body={"instructions": "Hi {{name}}."}).json()["id"]
     headers = {"Authorization": f"Bearer {alice_key}"}
     statuses: list[int] = []
 
