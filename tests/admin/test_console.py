@@ -379,3 +379,21 @@ def test_a_batch_shows_its_progress_files_and_responses_and_an_operator_may_canc
     assert batch.status in ("cancelling", "cancelled") and batch.cancelling_at is not None
     assert set(BatchRequest.objects.filter(batch=batch).values_list("state", flat=True)) == {"cancelled"}
     assert LogEntry.objects.get(object_id=batch.pk).change_message == "Cancelled from the admin."
+
+
+# --- prompt templates ---------------------------------------------------------------------------
+
+
+def test_prompt_versions_are_listed_and_read_never_written(operator_client, tenant):
+    from responses_app.models import PromptVersion
+
+    version = PromptVersion.objects.create(tenant=tenant, version=3, instructions="Greet {{name}}.",
+                                           variables=["name"])
+    listed = operator_client.get("/admin/responses_app/promptversion/")
+    assert listed.status_code == 200 and version.prompt_id in listed.content.decode()
+    detail = operator_client.get(f"/admin/responses_app/promptversion/{version.pk}/change/")
+    assert detail.status_code == 200 and "Greet {{name}}." in detail.content.decode()
+    assert operator_client.get("/admin/responses_app/promptversion/add/").status_code == 403
+    operator_client.post(f"/admin/responses_app/promptversion/{version.pk}/change/", {"instructions": "Changed."})
+    version.refresh_from_db()
+    assert version.instructions == "Greet {{name}}."
