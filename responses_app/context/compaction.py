@@ -60,7 +60,8 @@ def compacted(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """A context as the model reads it: before its last compaction item, only the user's
     messages (the item summarizes the rest). A compaction item that a client sends back
     (POST /responses/compact) or that a response made itself (context_management) counts
-    the same."""
+    the same; one whose summary never came (its response failed) stands for nothing."""
+    items = [item for item in items if item.get("type") != "compaction" or item.get("encrypted_content")]
     last = max((index for index, item in enumerate(items) if item.get("type") == "compaction"), default=None)
     return items if last is None else kept_verbatim(items[:last]) + items[last:]
 

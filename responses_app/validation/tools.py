@@ -202,13 +202,10 @@ def _tool_search_tool(tool: dict, param: str) -> dict[str, Any]:
     parameters = tool.get("parameters")
     if parameters is not None and not isinstance(parameters, dict):
         raise invalid_type(f"{param}.parameters", "an object", parameters)
-    description = tool.get("description")
-    if description is not None and not isinstance(description, str):
-        raise invalid_type(f"{param}.description", "a string", description)
     result: dict[str, Any] = {"type": "tool_search", "execution": tool.get("execution") or "server"}
     if result["execution"] == "client":
         result.update({key: tool[key] for key in ("description", "parameters") if tool.get(key) is not None})
-    elif description is not None or parameters is not None:
+    elif tool.get("description") is not None or parameters is not None:
         raise InvalidRequest("A server-side tool_search takes no description or parameters (they describe a "
                              "search the client runs: execution 'client').", param=param)
     return result

@@ -182,8 +182,8 @@ class Generation:
         self.custom_formats = {tool["name"]: tool["format"] for tool in request.get("tools", [])
                                if tool["type"] == "custom"}
         self.grammar: dict[str, Any] | None = None  # the grammar the call just started must keep to
-        # The tools in harmony's "functions" whose calls are not function_calls.
         self.search_tool = search_tool(request.get("tools", []))
+        # The tools in harmony's "functions" whose calls are not function_calls.
         self.call_kinds: dict[str, MessageKind] = {
             **{name: "custom_tool_call" for name in self.custom_formats},
             **{tool["type"]: "client_call" for tool in request.get("tools", []) if tool["type"] in CLIENT_TOOLS},
@@ -489,8 +489,8 @@ class Generation:
             self.held_steps.append(step)
         elif isinstance(step, MessageStarted) and step.kind == "client_call":
             self.call = ClientToolCall(self.builder, CLIENT_TOOLS[step.name or ""])
-        elif isinstance(step, MessageStarted) and step.kind == "tool_search" and self.search_tool is not None:
-            self.call = ToolSearchCall(self.builder, self.search_tool, self.response.request.get("tools", []))
+        elif isinstance(step, MessageStarted) and step.kind == "tool_search":
+            self.call = ToolSearchCall(self.builder, self.search_tool or {}, self.response.request.get("tools", []))
         elif self.call is not None and isinstance(step, ContentDelta):
             self.call.delta(step.text)
         elif self.call is not None and isinstance(step, MessageFinished):
