@@ -436,7 +436,6 @@ def _no_message(item: dict, approvals: dict[str, dict]) -> list[Message]:
     return []
 
 
-ToolItemRenderer = Callable[[dict, dict[str, dict]], list[Message]]
 def _tool_search_call(item: dict, approvals: dict[str, dict]) -> list[Message]:
     arguments = item.get("arguments")
     return [tool_call_message(f"{FUNCTIONS_NAMESPACE}.{SEARCH_TOOL}", json.dumps(arguments), "commentary",
@@ -453,18 +452,20 @@ def _tool_search_output(item: dict, approvals: dict[str, dict]) -> list[Message]
 def loaded_tools_messages(tools: list[dict]) -> list[Message]:
     """A developer message that declares the tools a search loaded (none when it loaded none)."""
     functions = [_tool_description(tool) for tool in tools if tool.get("type") in ("function", "custom")]
+    namespaces = [tool for tool in tools if tool.get("type") == "namespace"]
+    if not functions and not namespaces:
+        return []
     content = DeveloperContent.new()
     if functions:
         content = content.with_function_tools(functions)
-    for namespace in (tool for tool in tools if tool.get("type") == "namespace"):
+    for namespace in namespaces:
         content = content.with_tools(ToolNamespaceConfig(
             name=namespace["name"], description=namespace.get("description") or "",
             tools=[_tool_description(member) for member in namespace["tools"]]))
-    if not functions and not any(tool.get("type") == "namespace" for tool in tools):
-        return []
     return [Message.from_role_and_content(Role.DEVELOPER, content)]
 
 
+ToolItemRenderer = Callable[[dict, dict[str, dict]], list[Message]]
 TOOL_ITEM_RENDERERS: dict[str, ToolItemRenderer] = {
     "tool_search_call": _tool_search_call,
     "tool_search_output": _tool_search_output,
