@@ -450,7 +450,8 @@ def _tool_search_output(item: dict, approvals: dict[str, dict]) -> list[Message]
 
 
 def loaded_tools_messages(tools: list[dict]) -> list[Message]:
-    """A developer message that declares the tools a search loaded (none when it loaded none)."""
+    """A developer message that declares the tools a search loaded, or an additional_tools
+    item added (none when there are none)."""
     functions = [_tool_description(tool) for tool in tools if tool.get("type") in ("function", "custom")]
     namespaces = [tool for tool in tools if tool.get("type") == "namespace"]
     if not functions and not namespaces:
@@ -465,10 +466,15 @@ def loaded_tools_messages(tools: list[dict]) -> list[Message]:
     return [Message.from_role_and_content(Role.DEVELOPER, content)]
 
 
+def _additional_tools(item: dict, approvals: dict[str, dict]) -> list[Message]:
+    return loaded_tools_messages(item.get("tools") or [])
+
+
 ToolItemRenderer = Callable[[dict, dict[str, dict]], list[Message]]
 TOOL_ITEM_RENDERERS: dict[str, ToolItemRenderer] = {
     "tool_search_call": _tool_search_call,
     "tool_search_output": _tool_search_output,
+    "additional_tools": _additional_tools,
     "code_interpreter_call": _code_interpreter_call,
     "mcp_call": _mcp_call,
     "mcp_approval_request": _mcp_approval_request,

@@ -26,6 +26,7 @@ from responses_app.validation.tools import (
     approval_response_item,
     check_deferred_tools,
     checked_name,
+    loaded_tools,
     tool_search_item,
     validate_tool_choice,
     validate_tools,
@@ -483,6 +484,9 @@ def _input_item(item: Any, param: str) -> dict[str, Any]:
     if item_type in ("tool_search_call", "tool_search_output"):
         prefix = "ts" if item_type == "tool_search_call" else "tso"
         return {"id": _item_id(item, param, prefix), **tool_search_item(item, param, constrains=True)}
+    if item_type == "additional_tools":
+        return {"id": _item_id(item, param, "at"), "type": "additional_tools", "role": "developer",
+                "tools": loaded_tools(item.get("tools"), f"{param}.tools", constrains=True)}
     if item_type == "mcp_approval_response":
         return approval_response_item(item, param)
     if item_type in UNSUPPORTED_ITEM_TYPES:

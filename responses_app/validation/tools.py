@@ -197,17 +197,15 @@ def _deferred(tool: dict) -> dict[str, Any]:
 
 def _tool_search_tool(tool: dict, param: str) -> dict[str, Any]:
     """Search of the deferred tools: run by the server (the default) or by the client, which
-    may give the model its own description and parameters of the search."""
+    may give the model its own description and parameters of the search (the AI SDK says
+    they are "only used for client-executed tool search": a server search ignores them)."""
     _known_keys(tool, param, ("type", "execution", "description", "parameters"))
     parameters = tool.get("parameters")
     if parameters is not None and not isinstance(parameters, dict):
         raise invalid_type(f"{param}.parameters", "an object", parameters)
     result: dict[str, Any] = {"type": "tool_search", "execution": tool.get("execution") or "server"}
-    if result["execution"] == "client":
+    if result["execution"] == "client":  # a server-side search is the server's: its description stays
         result.update({key: tool[key] for key in ("description", "parameters") if tool.get(key) is not None})
-    elif tool.get("description") is not None or parameters is not None:
-        raise InvalidRequest("A server-side tool_search takes no description or parameters (they describe a "
-                             "search the client runs: execution 'client').", param=param)
     return result
 
 
@@ -319,6 +317,19 @@ def _tool_reference(value: dict[str, Any], tools: list[dict[str, Any]], param: s
 # --- tool items a client sends ------------------------------------------------------------------
 
 
+def loaded_tools(value: Any, param: str, constrains: bool) -> list[dict[str, Any]]:
+    """The tools a tool_search_output or an additional_tools item declares to the model
+    where it stands: functions, custom tools and namespaces (the server's own tools are
+    given in the request's ``tools``)."""
+    loaded = validate_tools(value, constrains, param=param)
+    for index, tool in enumerate(loaded):
+        if tool["type"] not in ("function", "custom", "namespace"):
+            raise InvalidRequest(f"Tools added during a conversation are function, custom and namespace tools, "
+                                 f"not '{tool['type']}'; give it in the request's tools.",
+                                 param=f"{param}[{index}].type")
+    return loaded
+
+
 def tool_search_item(item: dict, param: str, constrains: bool) -> dict[str, Any]:
     """A tool search's call or output (without its id), sent back as input (a client's
     search, or the items a server-side one made): an output's ``tools`` are the tools it loaded."""
@@ -332,12 +343,7 @@ def tool_search_item(item: dict, param: str, constrains: bool) -> dict[str, Any]
         if not isinstance(arguments, dict):
             raise invalid_type(f"{param}.arguments", "an object", arguments)
         return {**common, "arguments": arguments}
-    loaded = validate_tools(item.get("tools"), constrains, param=f"{param}.tools")
-    for index, tool in enumerate(loaded):
-        if tool["type"] not in ("function", "custom", "namespace"):
-            raise InvalidRequest(f"A tool search loads function, custom and namespace tools, not '{tool['type']}'.",
-                                 param=f"{param}.tools[{index}].type")
-    return {**common, "tools": loaded}
+    return {**common, "tools": loaded_tools(item.get("tools"), f"{param}.tools", constrains)}
 
 
 

@@ -188,8 +188,10 @@ class Generation:
             **{name: "custom_tool_call" for name in self.custom_formats},
             **{tool["type"]: "client_call" for tool in request.get("tools", []) if tool["type"] in CLIENT_TOOLS},
             **({SEARCH_TOOL: "tool_search"} if self.search_tool is not None else {})}
-        # Namespaces the model may call: the request's, and those a tool search loaded.
-        loaded = [tool for item in history if item.get("type") == "tool_search_output" for tool in item["tools"]]
+        # Namespaces the model may call: the request's, and those a tool search loaded or an
+        # additional_tools item added.
+        loaded = [tool for item in history if item.get("type") in ("tool_search_output", "additional_tools")
+                  for tool in item["tools"]]
         self.function_namespaces = frozenset(tool["name"] for tool in [*request.get("tools", []), *loaded]
                                              if tool["type"] == "namespace")
         self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}

@@ -40,7 +40,9 @@ class ToolSearchCall:
             return ToolResult(author=AUTHOR, channel="commentary",
                               text="Error: the search could not be read: its arguments must be a JSON object. "
                                    "Call tool_search again with arguments that match its parameters.")
-        call_id = new_id("call")
+        # A client's search is answered by call_id; a server's has none (as OpenAI's hosted
+        # search: the AI SDK tells the two apart by it).
+        call_id = new_id("call") if self.execution == "client" else None
         self._put_out({"id": new_id("ts"), "type": "tool_search_call", "call_id": call_id,
                        "execution": self.execution, "arguments": arguments, "status": "completed"})
         if self.execution == "client":

@@ -69,20 +69,45 @@ def test_a_server_search_loads_the_best_matches_and_the_model_calls_one(alice):
     searched, output, reasoning, called = response.output
     assert (searched.type, searched.execution, searched.arguments) == (
         "tool_search_call", "server", {"query": "weather forecast", "limit": 1})
-    assert isinstance(output, ResponseToolSearchOutputItem) and output.call_id == searched.call_id
+    # As OpenAI's hosted search: no call_id (the AI SDK tells a server's search from a client's by it).
+    assert isinstance(output, ResponseToolSearchOutputItem) and searched.call_id is None and output.call_id is None
     assert [tool.name for tool in output.tools] == ["get_weather"]
     assert reasoning.content[0].text == "Told: Loaded these tools; you can call them now: functions.get_weather."
     assert (called.type, called.name) == ("function_call", "get_weather")
 
 
+def test_an_additional_tools_item_declares_its_tools_where_it_stands(alice):
+    # The tools are the model's from that item on (a developer message of their own), and
+    # the namespace is known to the parser: the call comes back with it.
+    script = call("crm.get_customer", {"email": "bo@example.com"})
+    response = alice.responses.create(model="echo", input=[
+        {"type": "additional_tools", "role": "developer", "tools": [{**CRM, "tools": [CUSTOMER]}]},
+        {"role": "user", "content": script}])
+    [called] = response.output
+    assert (called.type, called.namespace, called.name) == ("function_call", "crm", "get_customer")
+    [added, _] = alice.responses.input_items.list(response.id, order="asc").data
+    assert added.type == "additional_tools" and added.tools[0].name == "crm"
+    count = alice.responses.input_tokens.count
+    assert count(model="echo", input=[{"type": "additional_tools", "role": "developer", "tools": [CUSTOMER]},
+                                      {"role": "user", "content": "Hi"}]).input_tokens > count(
+        model="echo", input="Hi").input_tokens
+
+
+def test_a_server_search_ignores_a_description_meant_for_a_client_search(alice):
+    response = alice.responses.create(model="echo", input="Hi", tools=[
+        {"type": "tool_search", "execution": "server", "description": "Only for client searches."}, WEATHER])
+    assert response.status == "completed" and response.tools[0].description is None
+
+
 @pytest.mark.parametrize(("tools", "extra", "param"), [
     ([WEATHER], {}, "tools[0]"),
-    ([{"type": "tool_search", "description": "mine"}, WEATHER], {}, "tools[0]"),
     ([{"type": "tool_search"}, {"type": "tool_search", "execution": "client"}], {}, "tools[1].type"),
     ([CLIENT_SEARCH], {"input": [{"type": "tool_search_output", "call_id": "c", "tools": [
         {"type": "code_interpreter", "container": {"type": "auto"}}]}]}, "input[0].tools[0].type"),
     ([CLIENT_SEARCH], {"input": [{"type": "tool_search_call", "call_id": "c", "arguments": "q"}]},
      "input[0].arguments"),
+    ([], {"input": [{"type": "additional_tools", "role": "developer", "tools": [{"type": "web_search"}]}]},
+     "input[0].tools[0].type"),
 ])
 def test_bad_tool_searches_are_a_400_naming_the_parameter(alice, tools, extra, param):
     with pytest.raises(openai.BadRequestError) as raised:
