@@ -4,7 +4,9 @@ It reads the harmony prompt it is given and answers the LAST user message:
 
 * Plain text: a short analysis, then a final answer quoting the text.
 * A "script" (text starting with ``<|channel|>``): harmony completion markup that the
-  engine outputs verbatim, one segment per ``generate`` call. A segment ends right
+  engine outputs verbatim, one segment per ``generate`` call; a prompt that ends with part
+  of its segment already written (a forced call's header, or the messages a lost worker
+  committed) gets the rest of it. A segment ends right
   after ``<|call|>`` or ``<|return|>`` (or at the end of the script). Later calls skip
   the segments whose tool calls the prompt already holds after that user message, so a
   script drives a whole tool-calling exchange, within one response or across several.
@@ -110,7 +112,12 @@ class EchoEngine:
             tokens = script_segment(encoding, script, view.calls_after_user)
         else:
             tokens = echo_answer(encoding, view.user_text)
-        return without_prefill(encoding, tokens, prefill)
+        # A continued output (a lost worker's response, worker/generation) has the assistant's
+        # messages so far after the last turn's start: the answer goes on after all of them.
+        for prefix in (assistant_run(encoding, prompt_token_ids), prefill):
+            if starts_with(encoding, tokens, prefix):
+                return without_prefill(encoding, tokens, prefix)
+        return tokens
 
     # --- streaming ----------------------------------------------------------------------
 
@@ -194,15 +201,33 @@ def split_prefill(encoding: HarmonyEncoding, prompt_token_ids: list[int]) -> tup
     return prompt_token_ids, []
 
 
+def assistant_run(encoding: HarmonyEncoding, prompt_token_ids: list[int]) -> list[int]:
+    """What the assistant has written since the turn began: the tokens after the
+    ``<|start|>assistant`` that follows the last message of another author or the last
+    call (its finished messages, then the open one's start)."""
+    start, message = special_token_id("<|start|>"), special_token_id("<|message|>")
+    run_start, header_end = None, len(prompt_token_ids)
+    for index in range(len(prompt_token_ids) - 2, -1, -1):
+        if prompt_token_ids[index] == message:
+            header_end = index
+        if prompt_token_ids[index] != start:
+            continue
+        if encoding.decode(prompt_token_ids[index + 1 : index + 2]) != "assistant":
+            break
+        if run_start is not None and " to=" in encoding.decode(prompt_token_ids[index + 2 : header_end]):
+            break  # a call ends the run before it
+        run_start = index
+    return prompt_token_ids[run_start + 2 :] if run_start is not None else []
+
+
+def starts_with(encoding: HarmonyEncoding, tokens: list[int], prefix: list[int]) -> bool:
+    return bool(prefix) and encoding.decode(tokens).startswith(encoding.decode(prefix))
+
+
 def without_prefill(encoding: HarmonyEncoding, tokens: list[int], prefill: list[int]) -> list[int]:
-    """The planned output after the prefilled part, as a model would continue it. An output
-    that does not begin with the prefill is returned whole (and will not parse)."""
-    if not prefill:
-        return tokens
-    text, prefix = encoding.decode(tokens), encoding.decode(prefill)
-    if not text.startswith(prefix):
-        return tokens
-    return encoding.encode(text[len(prefix) :], allowed_special="all")
+    """The planned output after the prefilled part, as a model would continue it (the
+    prefill is compared as text: it may be tokenized otherwise)."""
+    return encoding.encode(encoding.decode(tokens)[len(encoding.decode(prefill)) :], allowed_special="all")
 
 
 def _prompt_messages(encoding: HarmonyEncoding, prompt_token_ids: list[int]) -> list[Message]:

@@ -237,3 +237,30 @@ def test_concurrent_requests_on_one_loop_get_their_own_answers():
         return await asyncio.gather(*(answer(f"message {i}", f"r{i}") for i in range(5)))
 
     assert asyncio.run(scenario()) == [f"You said: message {i}" for i in range(5)]
+
+
+def continued(history_prompt: list[int], written: str) -> list[int]:
+    """A prompt that ends with what a lost worker had committed of the assistant's turn."""
+    return history_prompt + get_encoding().encode(written, allowed_special="all")
+
+
+def test_a_script_goes_on_exactly_after_the_messages_and_the_part_already_written():
+    start = "<|channel|>analysis<|message|>think<|end|><|start|>assistant<|channel|>final<|message|>"
+    script, written = start + "Sunny in Paris.<|return|>", start + "Sun"
+    assert output_text(collect(EchoEngine(), continued(prompt(user(script)), written))) == "ny in Paris.<|return|>"
+
+
+def test_a_plain_answer_and_a_call_go_on_after_what_was_written():
+    reasoning = '<|channel|>analysis<|message|>The user wrote: "Hello there". I will echo it back.<|end|>'
+    written = reasoning + "<|start|>assistant<|channel|>final<|message|>You said: Hel"
+    assert output_text(collect(EchoEngine(), continued(prompt(user("Hello there")), written))) == "lo there<|return|>"
+    call = FIRST_SEGMENT[: FIRST_SEGMENT.index('Paris"}')]
+    assert output_text(collect(EchoEngine(), continued(prompt(user(SCRIPT)), call))) == 'Paris"}<|call|>'
+
+
+def test_after_a_call_the_next_segment_goes_on_from_its_own_start():
+    history = [user(SCRIPT),
+               {"type": "function_call", "call_id": "call_1", "name": "get_weather", "arguments": "{}"},
+               {"type": "function_call_output", "call_id": "call_1", "output": "ok"}]
+    written = "<|channel|>final<|message|>Sunny in"
+    assert output_text(collect(EchoEngine(), continued(prompt(*history), written))) == " Paris.<|return|>"
