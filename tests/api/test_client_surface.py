@@ -58,12 +58,10 @@ def test_a_field_no_sdk_and_no_client_defines_is_still_a_400_naming_it(alice):
     assert raised.value.body["param"] == "presence_penalty"
 
 
-@pytest.mark.parametrize(("field", "value"), [("prompt", {"id": "pmpt_1"}),
-                                               ("moderation", {"model": "omni-moderation-latest"})])
-def test_fields_whose_meaning_this_server_cannot_honour_are_refused_saying_why(alice, field, value):
+def test_a_field_whose_meaning_this_server_cannot_honour_is_refused_saying_why(alice):
     with pytest.raises(openai.BadRequestError) as raised:
-        alice.responses.create(model="echo", input="Hi", extra_body={field: value})
-    assert raised.value.body["param"] == field
+        alice.responses.create(model="echo", input="Hi", extra_body={"moderation": {"model": "omni-moderation-latest"}})
+    assert raised.value.body["param"] == "moderation" and "moderation" in raised.value.body["message"]
 
 
 def test_an_item_reference_stands_for_a_stored_item_of_the_tenant(alice, bob):
