@@ -341,8 +341,10 @@ PROMPT_RETRIEVE = extend_schema(
     operation_id="retrievePrompt", summary="Retrieve a prompt",
     parameters=[OpenApiParameter("version", str, description="Default: the latest.")],
     responses={200: OpenApiResponse(PROMPT)})
-PROMPT_NEW_VERSION = extend_schema(operation_id="createPromptVersion", summary="Add a version to a prompt",
-                                   request={"application/json": PROMPT_BODY}, responses={200: OpenApiResponse(PROMPT)})
+PROMPT_NEW_VERSION = extend_schema(
+    operation_id="createPromptVersion", summary="Add a version to a prompt",
+    request={"application/json": PROMPT_BODY}, responses={200: OpenApiResponse(PROMPT)},
+    examples=[OpenApiExample("Briefer", request_only=True, value={"instructions": "Greet {{name}} briefly."})])
 PROMPT_DELETE = extend_schema(operation_id="deletePrompt", summary="Delete a prompt and all its versions",
                               responses={200: OpenApiResponse(deleted("prompt.deleted"))})
 PROMPT_VERSIONS = extend_schema(operation_id="listPromptVersions", summary="List a prompt's versions, oldest first",

@@ -84,7 +84,8 @@ CONTAINER_OPERATIONS = {
 # Creates whose generated bodies (from the SDK's whole item and tool unions) this server
 # mostly refuses: the document's own examples are sent as well.
 WITH_EXAMPLES = {"POST /v1/responses", "POST /v1/responses/compact", "POST /v1/responses/input_tokens",
-                 "POST /v1/conversations", "POST /v1/conversations/{conversation_id}/items", "POST /v1/containers"}
+                 "POST /v1/conversations", "POST /v1/conversations/{conversation_id}/items", "POST /v1/containers",
+                 "POST /v1/prompts", "POST /v1/prompts/{prompt_id}"}
 
 
 def test_the_document_lists_every_operation_with_its_error_shape(stack: LiveStack):
