@@ -179,6 +179,12 @@ class VllmEngine:
             options["structured_outputs"] = (StructuredOutputsParams(regex=grammar["definition"])
                                              if grammar["syntax"] == "regex"
                                              else StructuredOutputsParams(grammar=grammar["definition"]))
+        if params.extra.get("structural_tag") is not None and "structured_outputs" not in options:
+            from vllm.sampling_params import StructuredOutputsParams
+
+            # tool_choice allowed_tools: the recipients the model may write (harmony/allowed_calls.py);
+            # a final answer's format or a custom tool's grammar, where one applies, comes first.
+            options["structured_outputs"] = StructuredOutputsParams(structural_tag=params.extra["structural_tag"])
         return VllmSamplingParams(**options)
 
     def _stat_logger(self) -> type:

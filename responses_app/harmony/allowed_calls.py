@@ -2,10 +2,11 @@
 model may make, and what it is told when it makes another.
 
 Every tool stays in the prompt (so that it, and the engine's prefix cache, are the same
-whatever a turn allows); the worker checks each call's recipient when its header is
-complete and answers a call that is not allowed with a tool message that says so, before
-anything of it reaches the client. ``mode: "required"`` also prefills the start of a call
-(harmony/prompt.forced_call_prefix).
+whatever a turn allows). On vLLM, a structural tag (xgrammar's) holds the model to the
+allowed recipients as it writes them; on every engine, the worker checks each call's
+recipient when its header is complete and answers a call that is not allowed with a tool
+message that says so, before anything of it reaches the client. ``mode: "required"`` also
+prefills the start of a call (harmony/prompt.forced_call_prefix).
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ from typing import Any
 from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.harmony.prompt import BROWSER_NAMESPACE, FUNCTIONS_NAMESPACE, PYTHON_RECIPIENT
 from responses_app.wire.tool_types import WEB_SEARCH_TYPES
+
+# Where a harmony header names its recipient: "<|channel|>commentary to=functions.f" or
+# "<|start|>assistant to=python".
+RECIPIENT_TRIGGER = "to="
 
 
 class AllowedCalls:
@@ -52,6 +57,20 @@ class AllowedCalls:
     def allows(self, recipient: str) -> bool:
         namespace, dot, _ = recipient.partition(".")
         return recipient in self.recipients or (bool(dot) and namespace in self.namespaces)
+
+    def structural_tag(self) -> str:
+        """vLLM's structured output for the allowed calls: wherever the model writes a
+        recipient (``to=``, in the header's role or channel part), it goes on with an
+        allowed one. The rest of the output, and what follows a recipient, stays free (the
+        check above still refuses a name the tag lets through, such as an allowed name's
+        longer neighbour)."""
+        from xgrammar.structural_tag import AnyTextFormat, StructuralTag, TagFormat, TriggeredTagsFormat
+
+        starts = sorted(self.recipients) + sorted(f"{namespace}." for namespace in self.namespaces)
+        # Harmony's stop tokens end the tag as well ("": xgrammar allows no stop token inside a constraint).
+        tags = [TagFormat(begin=RECIPIENT_TRIGGER + start, content=AnyTextFormat(), end=["<|end|>", ""])
+                for start in starts]
+        return StructuralTag(format=TriggeredTagsFormat(triggers=[RECIPIENT_TRIGGER], tags=tags)).model_dump_json()
 
     def refusal(self, recipient: str) -> str:
         """The tool message that answers a call the model may not make."""

@@ -196,6 +196,10 @@ class Generation:
                                              if tool["type"] == "namespace")
         self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}
         self.allowed_calls = AllowedCalls.of(request.get("tool_choice"))
+        if self.allowed_calls is not None and settings.MODEL_REGISTRY[response.model]["engine"] == "vllm":
+            # vLLM holds the model to the allowed recipients; the check in _route stays.
+            self.params = replace(self.params, extra={**self.params.extra,
+                                                      "structural_tag": self.allowed_calls.structural_tag()})
         # The toolbox runs in a tool thread (in_tool_thread): it commits and ticks through the loop.
         self.toolbox = Toolbox(response, builder, history, flush=self._flush_from_thread,
                                wait=lambda work: run_in_thread(work, writer.tick_from_thread))

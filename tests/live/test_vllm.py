@@ -93,6 +93,19 @@ def test_a_named_tool_choice_forces_a_real_model_into_the_call(alice, vllm_stack
     assert response.output[0].type == "function_call" and response.output[0].name == "get_weather"
 
 
+def test_allowed_tools_hold_a_real_model_to_the_allowed_recipient(alice, vllm_stack):
+    # The trained model calls get_weather for this input; with only get_time allowed,
+    # vLLM's structural tag turns the recipient it writes into the allowed one.
+    weather = dict(WEATHER.tools[0])
+    clock = {**weather, "name": "get_time", "description": "Get the time in a city"}
+    response = alice.responses.create(model="tiny-trained", input=WEATHER.input, tools=[weather, clock],
+                                      tool_choice={"type": "allowed_tools", "mode": "auto",
+                                                   "tools": [{"type": "function", "name": "get_time"}]},
+                                      max_output_tokens=64, **GREEDY)
+    calls = [item for item in response.output if item.type == "function_call"]
+    assert calls and {call.name for call in calls} == {"get_time"}, response.output
+
+
 def test_cached_tokens_in_usage_are_vllms_prefix_cache_hits(alice, vllm_stack):
     # vLLM's CPU prefix cache works in blocks of 128 tokens: a 300-token prompt sent twice
     # is served from the cache in whole blocks the second time.
