@@ -43,6 +43,17 @@ MESSAGE_ITEM_TYPES = frozenset({"reasoning", "message", "function_call", "custom
 Annotator = Callable[[str], list[dict[str, Any]]]
 
 
+def _snapshot(value: Any) -> Any:
+    """A copy of an item's dicts and lists (its strings and numbers are immutable). A
+    part's logprobs only grow, each entry unchanged once added: their list is copied, not
+    its entries (2.7 ms for 2,000 entries copied whole, each flush)."""
+    if isinstance(value, dict):
+        return {key: list(entry) if key == "logprobs" else _snapshot(entry) for key, entry in value.items()}
+    if isinstance(value, list):
+        return [_snapshot(entry) for entry in value]
+    return value
+
+
 def build_event(event_class: type[BaseModel], **fields: Any) -> dict[str, Any]:
     """An event validated against the SDK's type and dumped as it goes on the wire."""
     return event_class.model_validate(fields).model_dump(mode="json", exclude_unset=True, by_alias=True)
@@ -191,9 +202,13 @@ class EventBuilder:
         return bool(self._pending_events)
 
     def drain(self) -> tuple[list[dict[str, Any]], list[tuple[int, dict[str, Any]]]]:
-        """Events produced since the last drain, and the output items they changed."""
+        """Events produced since the last drain, and the output items they changed, as they
+        stand at these events: the items are copied, since the builder goes on changing
+        them while the batch waits for its commit (on the committer thread), and a row
+        written ahead of its batch's events would hold text that no committed event gave
+        (which a reaper, or a continuation, would then take for what the client saw)."""
         events, self._pending_events = self._pending_events, []
-        items = [(index, self.output[index]) for index in sorted(self._dirty_items)]
+        items = [(index, _snapshot(self.output[index])) for index in sorted(self._dirty_items)]
         self._dirty_items = set()
         return events, items
 

@@ -163,6 +163,19 @@ def test_drain_returns_each_event_once_with_the_items_it_changed():
     assert [(index, item["status"]) for index, item in second_items] == [(0, "completed"), (1, "in_progress")]
 
 
+def test_drained_items_stay_as_their_events_left_them_while_the_builder_goes_on():
+    # The committer thread writes a batch's rows after the loop has gone on: a row must hold
+    # the text of its batch's events, not what came since.
+    builder = EventBuilder(unsaved_response(), next_sequence_number=0)
+    for step in MESSAGE[:2]:
+        builder.apply(step)
+    events, [(_, item)] = builder.drain()
+    for step in MESSAGE[2:]:
+        builder.apply(step)
+    assert item["content"][0]["text"] == "".join(e["delta"] for e in events if e["type"].endswith(".delta"))
+    assert item["status"] == "in_progress" and builder.output[0]["status"] == "completed"
+
+
 def test_close_open_item_ends_a_cut_off_message_as_incomplete_with_its_done_events():
     builder, events = build(REASONING + MESSAGE[:2], start=2)
     builder.close_open_item()
