@@ -4,6 +4,7 @@
 # make setup  system packages, .venv, the project (editable, with dev extras, the versions of requirements.lock), harmony vocabulary
 # make lock   requirements.lock anew from the newest versions pyproject.toml allows
 # make lint   ruff check .
+# make docs   the documentation site (docs/, mkdocs.yml) into .run/site, --strict; make docs-serve on :8001
 # make clean  caches, test services and their data (keeps .venv, the demo database and key)
 # make distclean  also .venv, .run (demo database, demo key) and .cache
 
@@ -28,7 +29,7 @@ VOCAB := $(HARMONY_VOCAB_DIR)/o200k_base.tiktoken
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help setup lock system-packages browser clients run test test-fast lint clean distclean
+.PHONY: help setup lock system-packages browser clients run test test-fast lint docs docs-serve clean distclean
 
 help:
 	@sed -n 's/^# \(make .*\)/\1/p' $(firstword $(MAKEFILE_LIST))
@@ -184,6 +185,8 @@ test: setup
 	}
 	echo "== ruff check ."
 	ruff check . 9>&- || failed="$$failed ruff"
+	echo "== mkdocs build --strict"
+	NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet 9>&- || failed="$$failed docs"
 	echo "== pytest on PostgreSQL ($$DATABASE_URL)"
 	run_pytest postgres -m "not crowded" -n $(TEST_WORKERS) --dist loadfile --junitxml=test-artifacts/junit-postgres.xml || failed="$$failed pytest-postgres"
 	echo "== pytest -m crowded on PostgreSQL, alone"
@@ -212,6 +215,13 @@ test-fast: setup
 
 lint: setup
 	ruff check .
+
+# The documentation site: a broken link or a page left out of the nav fails the build.
+docs: setup
+	NO_MKDOCS_2_WARNING=1 mkdocs build --strict
+
+docs-serve: setup
+	NO_MKDOCS_2_WARNING=1 mkdocs serve --strict --dev-addr 127.0.0.1:8001
 
 # --- clean -------------------------------------------------------------------------------------
 clean:
