@@ -14,13 +14,12 @@ from django.db.models import Max
 from responses_app.models import PromptVersion, Tenant
 from responses_app.prompts.templates import variables_of
 from responses_app.tenancy.quotas import check_object_count
-from responses_app.validation.create import parse_input
+from responses_app.validation.create import parse_input, parse_metadata
 from responses_app.wire.errors import InvalidRequest, NotFound, invalid_type
 from responses_app.wire.objects import list_object
 from responses_app.wire.request_body import body_fields, json_object
 
 FIELDS = frozenset({"instructions", "input", "metadata"})
-MAX_METADATA_PAIRS = 16
 
 
 def prompt_object(version: PromptVersion) -> dict[str, Any]:
@@ -30,8 +29,7 @@ def prompt_object(version: PromptVersion) -> dict[str, Any]:
 
 
 def create_prompt(tenant: Tenant, body: Any) -> PromptVersion:
-    check_object_count(PromptVersion.objects.filter(tenant=tenant), settings.TENANT_MAX_PROMPT_VERSIONS,
-                       "prompt versions", "TENANT_MAX_PROMPT_VERSIONS")
+    _check_room(tenant)
     return PromptVersion.objects.create(tenant=tenant, version=1, **_template(body))
 
 
@@ -39,8 +37,7 @@ def add_version(tenant: Tenant, prompt_id: str, body: Any) -> PromptVersion:
     """The prompt's next version; versions are never changed, so a response that named one
     reads the same prompt later."""
     fields = _template(body)
-    check_object_count(PromptVersion.objects.filter(tenant=tenant), settings.TENANT_MAX_PROMPT_VERSIONS,
-                       "prompt versions", "TENANT_MAX_PROMPT_VERSIONS")
+    _check_room(tenant)
     for _ in range(3):  # two concurrent versions of one prompt: the unique constraint picks one, the other retries
         latest = _versions(tenant, prompt_id).aggregate(latest=Max("version"))["latest"]
         if latest is None:
@@ -99,6 +96,11 @@ def delete_prompt(tenant: Tenant, prompt_id: str) -> None:
         raise _not_found(prompt_id)
 
 
+def _check_room(tenant: Tenant) -> None:
+    check_object_count(PromptVersion.objects.filter(tenant=tenant), settings.TENANT_MAX_PROMPT_VERSIONS,
+                       "prompt versions", "TENANT_MAX_PROMPT_VERSIONS")
+
+
 def _versions(tenant: Tenant, prompt_id: str):
     return PromptVersion.objects.filter(tenant=tenant, prompt_id=prompt_id)
 
@@ -122,9 +124,5 @@ def _template(body: Any) -> dict[str, Any]:
     if not instructions and not items:
         raise InvalidRequest("A prompt needs 'instructions' or 'input'.", param="instructions",
                              code="missing_required_parameter")
-    metadata = fields.get("metadata") or {}
-    if not isinstance(metadata, dict) or len(metadata) > MAX_METADATA_PAIRS or not all(
-            isinstance(value, str) for value in metadata.values()):
-        raise invalid_type("metadata", f"an object of at most {MAX_METADATA_PAIRS} string values", metadata)
     return {"instructions": instructions, "input": items, "variables": variables_of(instructions, items),
-            "metadata": metadata}
+            "metadata": parse_metadata(fields.get("metadata"))}

@@ -93,7 +93,8 @@ def test_unknown_prompts_versions_and_variables_are_refused_and_nothing_is_writt
     ({"instructions": "x", "input": [{"type": "function_call_output", "call_id": "c", "output": "o"}]},
      "input[0].type"),
     ({"instructions": "x", "unknown": 1}, "unknown"),
-    ({"instructions": "x", "metadata": {"a": 1}}, "metadata"),
+    ({"instructions": "x", "metadata": {"a": 1}}, "metadata.a"),
+    ({"instructions": "x", "metadata": {str(n): "v" for n in range(17)}}, "metadata"),
 ])
 def test_a_bad_prompt_is_a_400_naming_the_parameter(carol: openai.OpenAI, body, param):
     with pytest.raises(openai.BadRequestError) as raised:
