@@ -164,13 +164,18 @@ CALL_OUTPUTS = {"function_call": "function_call_output", "custom_tool_call": "cu
 
 def call_fields(tool: ClientTool, arguments: str) -> dict[str, Any]:
     """The fields of ``tool``'s call item that the model's ``arguments`` give."""
+    return tool.read(json_arguments(arguments))
+
+
+def json_arguments(arguments: str) -> dict[str, Any]:
+    """The model's arguments of a call as the JSON object they must be (else UnreadableCall)."""
     try:
         parsed = json.loads(arguments)
     except ValueError as error:
         raise UnreadableCall(f"the arguments are not JSON ({error})") from None
     if not isinstance(parsed, dict):
         raise UnreadableCall("the arguments must be a JSON object")
-    return tool.read(parsed)
+    return parsed
 
 
 def call_arguments(item: dict[str, Any]) -> str:

@@ -6,10 +6,10 @@ and the model goes on with those tools declared."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from responses_app.harmony import tool_search
+from responses_app.harmony.client_tools import UnreadableCall, json_arguments
 from responses_app.harmony.prompt import FUNCTIONS_NAMESPACE, SEARCH_TOOL
 from responses_app.lib.ids import new_id
 from responses_app.stream.builder import EventBuilder
@@ -33,12 +33,10 @@ class ToolSearchCall:
 
     def execute(self) -> ToolResult | None:
         try:
-            arguments = json.loads(self.arguments)
-        except ValueError:
-            arguments = None
-        if not isinstance(arguments, dict):
+            arguments = json_arguments(self.arguments)
+        except UnreadableCall as error:
             return ToolResult(author=AUTHOR, channel="commentary",
-                              text="Error: the search could not be read: its arguments must be a JSON object. "
+                              text=f"Error: the search could not be read: {error}. "
                                    "Call tool_search again with arguments that match its parameters.")
         # A client's search is answered by call_id; a server's has none (as OpenAI's hosted
         # search: the AI SDK tells the two apart by it).
