@@ -212,6 +212,10 @@ RESPONSE_RESEND_AFTER_S = env_float("RESPONSE_RESEND_AFTER_S", 15.0)
 RESPONSE_UNCLAIMED_FAIL_AFTER_S = env_float("RESPONSE_UNCLAIMED_FAIL_AFTER_S", 300.0)
 # A response that crashed before emitting any output item is retried this many times.
 RESPONSE_MAX_ATTEMPTS = int(os.environ.get("RESPONSE_MAX_ATTEMPTS", "3"))
+# A response whose worker was lost after it had written output is continued by another
+# worker this many times at most; then it fails (one poison request cannot take down
+# every node in turn).
+RESPONSE_MAX_RECOVERIES = int(os.environ.get("RESPONSE_MAX_RECOVERIES", "2"))
 # Events are committed at most this long after they are produced.
 EVENT_FLUSH_INTERVAL_S = env_float("EVENT_FLUSH_INTERVAL_S", 0.05)
 # An item's text deltas that are committed together are one delta event (a reader gets a

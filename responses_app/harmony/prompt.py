@@ -284,7 +284,9 @@ def _message(item: dict, call_names: dict[str, str]) -> Message:
         # Harmony has no mid-conversation system message; the developer role carries it in place.
         return Message.from_role_and_content(Role.DEVELOPER, DeveloperContent.new().with_instructions(text))
     if role == "assistant":
-        return Message.from_role_and_content(Role.ASSISTANT, text).with_channel("final")
+        # phase "commentary": a preamble the model wrote between its calls (the SDK's label).
+        channel = "commentary" if item.get("phase") == "commentary" else "final"
+        return Message.from_role_and_content(Role.ASSISTANT, text).with_channel(channel)
     raise PromptError(f"Unsupported message role {role!r}.")
 
 
@@ -525,6 +527,67 @@ def tool_result_tokens(author: str, text: str, channel: str, loaded: tuple[dict,
     messages = [tool_output_message(author, text, channel), *loaded_tools_messages(list(loaded))]
     return [token for message in messages for token in encoding.render(message)] + encoding.encode(
         "<|start|>assistant", allowed_special="all")
+
+
+def reopened_item_prefix(item: dict) -> list[int]:
+    """The start of the assistant message that wrote ``item``, up to what its events gave
+    so far: a continued response (worker/continuation.py) prefills it, and the model goes
+    on from there. A web search's arguments are not kept: the model writes its call again
+    after the namespace."""
+    kind = item["type"]
+    if kind == "reasoning":
+        header, text = "<|channel|>analysis<|message|>", _joined_texts(item.get("content"))
+    elif kind == "message":
+        channel = "commentary" if item.get("phase") == "commentary" else "final"
+        header, text = f"<|channel|>{channel}<|message|>", _joined_texts(item.get("content"))
+    elif kind == "function_call":
+        recipient = f"{item.get('namespace') or FUNCTIONS_NAMESPACE}.{item['name']}"
+        header = f"<|channel|>commentary to={recipient} {FUNCTION_CALL_CONTENT_TYPE}<|message|>"
+        text = item["arguments"]
+    elif kind == "custom_tool_call":
+        header, text = f"<|channel|>commentary to={FUNCTIONS_NAMESPACE}.{item['name']}<|message|>", item["input"]
+    elif kind == "code_interpreter_call":
+        header, text = f"<|channel|>analysis to={PYTHON_RECIPIENT} code<|message|>", item.get("code") or ""
+    elif kind == "mcp_call":
+        recipient = f"{item['server_label']}.{item['name']}"
+        header, text = (f"<|channel|>commentary to={recipient} {FUNCTION_CALL_CONTENT_TYPE}<|message|>",
+                        item.get("arguments") or "")
+    elif kind == "web_search_call":
+        header, text = f"<|channel|>analysis to={BROWSER_NAMESPACE}.", ""
+    else:
+        raise ValueError(f"a {kind} item is not written by the model")
+    encoding = get_encoding()
+    # The text is the model's, as text: a "<|end|>" in it is not the special token.
+    return encoding.encode(header, allowed_special="all") + encoding.encode(text, disallowed_special=())
+
+
+# "<|start|>assistant": a turn's first message begins with the prompt's.
+TURN_START_TOKENS = 2
+
+
+def assistant_tokens(items: list[dict], continued: bool = False) -> tuple[int, int]:
+    """(output, reasoning) tokens of the messages the assistant wrote for ``items`` (a
+    response's output so far), as the prompt renders them: what a continued response
+    counts as generated before it. ``continued``: the assistant writes on after them (the
+    start of its next message is its own when it follows one of its messages)."""
+    encoding = get_encoding()
+    output = reasoning = 0
+    turn_started = True  # the first message's "<|start|>assistant" is the prompt's, as after a tool's
+    for message in history_messages([item for item in items if item.get("type") != "compaction"]):
+        if message.author.role != Role.ASSISTANT:
+            turn_started = True
+            continue
+        tokens = len(encoding.render(message)) - (TURN_START_TOKENS if turn_started else 0)
+        turn_started = False
+        output += tokens
+        reasoning += tokens if message.channel == "analysis" else 0
+    if continued and not turn_started:
+        output += TURN_START_TOKENS
+    for item in items:
+        summary = _joined_texts(item.get("summary")) if item.get("type") == "reasoning" else ""
+        if summary:  # its own engine call's answer: "<|channel|>final<|message|>", the text, "<|return|>"
+            output += len(encoding.encode(summary, disallowed_special=())) + 3 + (item.get("status") != "in_progress")
+    return output, reasoning
 
 
 def forced_call_prefix(tool_choice: str | dict, tools: list[dict]) -> list[int]:

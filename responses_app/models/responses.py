@@ -149,6 +149,9 @@ class Response(models.Model):
     lease_owner = models.CharField(max_length=128, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
+    # Continuations of this response by another worker after its own was lost with output
+    # written (services/recovery.py); RESPONSE_MAX_RECOVERIES bounds them.
+    recoveries = models.PositiveIntegerField(default=0)
     # Highest sequence number committed; lets readers and validators avoid COUNT(*).
     last_sequence_number = models.IntegerField(default=-1)
 

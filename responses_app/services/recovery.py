@@ -4,10 +4,11 @@ WebSocket went away, and ended store=false responses."""
 from __future__ import annotations
 
 import logging
-from datetime import timedelta
+from datetime import datetime, timedelta
+from typing import Any
 
 from django.conf import settings
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 from responses_app.dispatch.task_queue import try_enqueue
@@ -30,32 +31,50 @@ def reap_expired_leases() -> dict[str, int]:
     whose message was lost are services/redelivery.py's.)
 
     One that had emitted nothing beyond its lifecycle events is re-queued (the retry
-    starts from scratch); one that had streamed output, or used up its attempts, is failed
-    with a clear error and a terminal event, so no response stays in_progress forever.
+    starts from scratch, RESPONSE_MAX_ATTEMPTS times at most); one that had written output
+    is re-queued to be continued from its last committed event (worker/continuation.py),
+    RESPONSE_MAX_RECOVERIES times at most. Past those, or with a cancel requested, it ends
+    with a terminal event, so no response stays in_progress forever.
     """
     now = timezone.now()
-    counts = {"requeued": 0, "failed": 0}
+    counts = {"requeued": 0, "continued": 0, "failed": 0}
     expired = Response.objects.filter(status=ResponseStatus.IN_PROGRESS, lease_expires_at__lt=now)
-    for response in expired.only("id", "model", "attempts", "cancel_requested", "batch_id"):
+    for response in expired.only("id", "model", "attempts", "recoveries", "cancel_requested", "batch_id"):
         has_output = OutputItem.objects.filter(response_id=response.pk).exists()
-        if not has_output and not response.cancel_requested and response.attempts < settings.RESPONSE_MAX_ATTEMPTS:
-            requeued = Response.objects.filter(pk=response.pk, status=ResponseStatus.IN_PROGRESS,
-                                               lease_expires_at__lt=now).update(
-                status=ResponseStatus.QUEUED, lease_owner="", lease_expires_at=None, enqueued_at=None)
-            if requeued:
-                counts["requeued"] += 1
-                log.warning("re-queued %s after its worker was lost", response.pk)
-                try_enqueue(response)
-            continue
+        if not response.cancel_requested:
+            if not has_output and response.attempts < settings.RESPONSE_MAX_ATTEMPTS:
+                if _requeue(response, now):
+                    counts["requeued"] += 1
+                continue
+            if has_output and response.recoveries < settings.RESPONSE_MAX_RECOVERIES:
+                if _requeue(response, now, recoveries=F("recoveries") + 1):
+                    counts["continued"] += 1
+                continue
         status = ResponseStatus.CANCELLED if response.cancel_requested else ResponseStatus.FAILED
-        error = None if response.cancel_requested else {
-            "code": "server_error",
-            "message": "The worker running this response stopped unexpectedly; the response was ended.",
-        }
+        error = None if response.cancel_requested else {"code": "server_error", "message": _lost_message(response)}
         if end_response(response.pk, status, error=error, only_if_lease_expired_before=now):
             counts["failed"] += 1
-            log.warning("failed %s after its worker was lost", response.pk)
+            log.warning("ended %s (%s) after its worker was lost", response.pk, status)
     return counts
+
+
+def _requeue(response: Response, expired_before: datetime, **changes: Any) -> bool:
+    """Queue the lost response again, for a worker to start (no output) or continue it."""
+    requeued = Response.objects.filter(pk=response.pk, status=ResponseStatus.IN_PROGRESS,
+                                       lease_expires_at__lt=expired_before).update(
+        status=ResponseStatus.QUEUED, lease_owner="", lease_expires_at=None, enqueued_at=None, **changes)
+    if requeued:
+        log.warning("re-queued %s after its worker was lost", response.pk)
+        try_enqueue(response)
+    return bool(requeued)
+
+
+def _lost_message(response: Response) -> str:
+    if response.recoveries:
+        return (f"The workers running this response stopped unexpectedly {response.recoveries + 1} times; it was "
+                f"ended after {response.recoveries} continuations (RESPONSE_MAX_RECOVERIES).")
+    return "The worker running this response stopped unexpectedly; the response was ended."
+
 
 def cancel_detached() -> int:
     """Cancel the foreground responses whose WebSocket went away more than

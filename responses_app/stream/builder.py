@@ -20,6 +20,7 @@ from responses_app.harmony.encoding import token_bytes
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
 from responses_app.lib.ids import new_id
 from responses_app.models import TERMINAL_EVENTS, Response
+from responses_app.stream.resume import ResumePoint
 from responses_app.wire import encrypted_reasoning
 from responses_app.wire.objects import public_item, response_object
 
@@ -93,20 +94,21 @@ def delta_event(event_type: str, sequence_number: int, item_id: str, output_inde
 
 
 class EventBuilder:
-    def __init__(self, response: Response, next_sequence_number: int, output: list[dict[str, Any]] | None = None):
+    def __init__(self, response: Response, next_sequence_number: int, output: list[dict[str, Any]] | None = None,
+                 resumed: ResumePoint | None = None):
+        """``output``: the items an earlier writer (a lost worker) committed; ``resumed``:
+        where its stream stopped (stream/resume.py), an item it left open stays open."""
         self.response = response
         self.next_sequence_number = next_sequence_number
-        self.output: list[dict[str, Any]] = list(output or [])
-        # An item left in_progress by an earlier writer (a lost worker) is still open.
-        self._open_index: int | None = next(
-            (index for index, item in enumerate(self.output) if item.get("status") == "in_progress"), None)
+        self.output: list[dict[str, Any]] = list(resumed.output if resumed is not None else output or [])
+        self._open_index: int | None = resumed.open_index if resumed is not None else None
         self._pending_events: list[dict[str, Any]] = []
         self._dirty_items: set[int] = set()
         self._include: list[str] = response.request.get("include") or []
         # reasoning.summary: each reasoning item stays open after its text for the summary
         # the worker has the model write (worker/generation.py); True while one waits.
         self.summarizes = bool((response.request.get("reasoning") or {}).get("summary"))
-        self._summarizing = False
+        self._summarizing = resumed is not None and resumed.summarizing
         self.annotator: Annotator | None = None
         self._merges_deltas = settings.MERGE_STREAM_DELTAS
 
@@ -227,7 +229,11 @@ class EventBuilder:
         if started.kind == "reasoning":
             item = {"id": item_id, "type": "reasoning", "summary": [], "content": [], "status": "in_progress"}
         elif started.kind == "message":
-            item = {"id": item_id, "type": "message", "role": "assistant", "content": [], "status": "in_progress"}
+            # phase: the SDK's label of the channel, which the prompt of a later turn (and a
+            # continuation of this one) writes the message on again.
+            item = {"id": item_id, "type": "message", "role": "assistant", "content": [],
+                    "phase": "commentary" if started.channel == "commentary" else "final_answer",
+                    "status": "in_progress"}
         elif started.kind == "custom_tool_call":
             item = {"id": item_id, "type": "custom_tool_call", "call_id": new_id("call"), "name": started.name,
                     "input": ""}
@@ -319,6 +325,13 @@ class EventBuilder:
     def summary_due(self) -> str | None:
         """The text of the reasoning item that waits for its summary, if one does."""
         return self._item_text(self.open_item) if self._summarizing and self.open_item else None
+
+    @property
+    def summary_written(self) -> str:
+        """The summary of the reasoning item that waits for it, as far as it is written
+        (a lost worker may have begun it)."""
+        item = self.open_item
+        return item["summary"][0]["text"] if self._summarizing and item and item["summary"] else ""
 
     def summary_delta(self, text: str) -> None:
         item, index = self.open_item, self._open_index

@@ -25,9 +25,9 @@ from psycopg.types.json import Jsonb
 
 from responses_app.models import TERMINAL_EVENT_TYPES, TERMINAL_STATUSES, OutputItem, Response, ResponseEvent
 from responses_app.observability import recorder
-from responses_app.selectors import output_items
 from responses_app.stream import doorbell
 from responses_app.stream.builder import EventBuilder
+from responses_app.stream.resume import resume_point
 from responses_app.stream.sse import event_json, frame
 
 EVENT_COLUMNS = f"{ResponseEvent._meta.db_table} (response_id, sequence_number, type, data, created_at)"
@@ -183,7 +183,7 @@ def write_terminal(response_id: str, status: str, **terminal: Unpack[Terminal]) 
             return None
         if builder is None:
             builder = EventBuilder(locked, next_sequence_number=locked.last_sequence_number + 1,
-                                   output=output_items(locked))
+                                   resumed=resume_point(locked))
         response = builder.response
         # The worker's copy was read when it claimed the response; steering sets the flag
         # later, under this lock (what follows the end reads it: services/steered.py).

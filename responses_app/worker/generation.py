@@ -34,18 +34,22 @@ from responses_app.harmony.parser import (
 from responses_app.harmony.prompt import (
     SEARCH_TOOL,
     PromptError,
+    assistant_tokens,
     forced_call_prefix,
+    reopened_item_prefix,
     summary_prompt,
     tool_result_tokens,
 )
 from responses_app.harmony.tool_search import search_tool
 from responses_app.lib.ids import new_id
 from responses_app.models import Response, ResponseStatus
-from responses_app.stream.builder import EventBuilder
+from responses_app.stream.builder import MESSAGE_ITEM_TYPES, EventBuilder
+from responses_app.stream.resume import ResumePoint
 from responses_app.wire.usage import Usage
 from responses_app.worker.batch_writer import BatchWriter, CancelRequested
 from responses_app.worker.cancel_watch import cancel_watch
 from responses_app.worker.client_calls import ClientToolCall
+from responses_app.worker.continuation import ended_with, has_called, open_item_action
 from responses_app.worker.off_loop import OffLoop
 from responses_app.worker.refused_calls import RefusedCall
 from responses_app.worker.tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
@@ -69,11 +73,13 @@ class ResponseFailure(Exception):
 
 
 async def generate(
-    response: Response, builder: EventBuilder, writer: BatchWriter, usage: Usage, off_loop: OffLoop
+    response: Response, builder: EventBuilder, writer: BatchWriter, usage: Usage, off_loop: OffLoop,
+    resumed: ResumePoint | None = None,
 ) -> tuple[str, dict | None]:
     """Generate the response's output: engine turns and, between them, the tool calls.
-    Returns the terminal status and incomplete_details; raises ResponseFailure,
-    CancelRequested or LeaseLost."""
+    ``resumed``: where the stream of a lost worker stopped, to continue from there
+    (worker/continuation.py). Returns the terminal status and incomplete_details; raises
+    ResponseFailure, CancelRequested or LeaseLost."""
     try:
         history = await off_loop.database(response_history, response)
     except ChainBroken as error:
@@ -84,14 +90,19 @@ async def generate(
         if response.request.get("compaction_trigger"):
             await generation.compact_on_trigger(history)
             return ResponseStatus.COMPLETED, None
+        reopened = await generation.resume(resumed) if resumed is not None and resumed.output else None
+        if reopened is None and resumed is not None and (end := ended_with(builder.output)) is not None:
+            return end  # the lost worker had written all of it
         if generation.toolbox.preparing():
             await generation.in_tool_thread(generation.toolbox.prepare)
-        prompt = await off_loop.database(_prompt, response, history, builder.output)
-        if _compaction_due(response, len(prompt), builder.output):
+        # A reopened item is written again by the model, after the output before it.
+        before = builder.output if reopened is None else builder.output[:-1]
+        prompt = await off_loop.database(_prompt, response, history, before)
+        if reopened is None and _compaction_due(response, len(prompt), builder.output):
             await generation.compact(history)
             # The compaction item now stands for the rest.
             prompt = await off_loop.database(_prompt, response, history, builder.output)
-        return await generation.run(prompt)
+        return await generation.run(prompt, reopened)
     except ToolLoopFailure as error:
         raise ResponseFailure(str(error), code="server_error") from error
     except HarmonyOutputError as error:
@@ -176,6 +187,9 @@ class Generation:
         self.pending_logprobs: list[list[tuple[int, float]]] = []
         self.summary_style: str | None = (request.get("reasoning") or {}).get("summary")
         self.summary_tokens = 0  # the output of the reasoning summaries' engine calls
+        # A continued response: the output (and reasoning) tokens its lost worker generated.
+        self.prior_output_tokens = 0
+        self.prior_reasoning_tokens = 0
         self.compaction_tokens = 0  # a compaction's (not charged to max_output_tokens)
         self.summaries = 0
         # Custom tools by name: their input format; a grammar is enforced on a call's input.
@@ -225,16 +239,22 @@ class Generation:
     def parser(self) -> OutputParser:
         return self.parsers[-1]
 
-    async def run(self, prompt: list[int]) -> tuple[str, dict | None]:
+    async def run(self, prompt: list[int], reopened: list[int] | None = None) -> tuple[str, dict | None]:
+        """``reopened``: the start of the item a lost worker left open, which the first
+        turn prefills for the model to go on writing (its events were sent already)."""
         request = self.response.request
-        prefill = forced_call_prefix(request.get("tool_choice", "auto"), request.get("tools", []))
+        forced = ([] if has_called(self.builder.output)
+                  else forced_call_prefix(request.get("tool_choice", "auto"), request.get("tools", [])))
+        prefill = forced if reopened is None else reopened
         base_id = f"{self.response.pk}:{self.response.attempts}"
         for turn in range(settings.MAX_TOOL_TURNS):
-            end = await self._turn(prompt, prefill, base_id if turn == 0 else f"{base_id}:turn{turn}")
+            end = await self._turn(prompt, prefill, base_id if turn == 0 else f"{base_id}:turn{turn}",
+                                   reopening=turn == 0 and reopened is not None)
             if end.call is None:
                 return end.status, end.details
             if not isinstance(end.call, RefusedCall):
-                prefill = []  # the forced call is made; a refused one is forced again
+                forced = []  # the forced call is made; a refused one is forced again
+            prefill = forced
             result = await self.in_tool_thread(end.call.execute)
             if result is None:
                 return ResponseStatus.COMPLETED, None  # waits for the client: an approval, a client tool's output
@@ -243,22 +263,59 @@ class Generation:
         raise ResponseFailure(f"The model was still calling tools after {settings.MAX_TOOL_TURNS} turns.")
 
     def count_usage(self) -> None:
-        self.usage.output_tokens = (sum(parser.output_tokens for parser in self.parsers) + self.summary_tokens
-                                    + self.compaction_tokens)
-        self.usage.reasoning_tokens = sum(parser.reasoning_tokens for parser in self.parsers)
+        self.usage.output_tokens = (self._generated() + self.compaction_tokens)
+        self.usage.reasoning_tokens = (sum(parser.reasoning_tokens for parser in self.parsers)
+                                       + self.prior_reasoning_tokens)
+
+    def _generated(self) -> int:
+        """Output tokens so far, which max_output_tokens bounds (a compaction's are not)."""
+        return sum(parser.output_tokens for parser in self.parsers) + self.summary_tokens + self.prior_output_tokens
 
     def _remaining(self) -> int | None:
         if self.budget is None:
             return None
-        return max(self.budget - sum(parser.output_tokens for parser in self.parsers) - self.summary_tokens, 0)
+        return max(self.budget - self._generated(), 0)
 
-    async def _turn(self, prompt: list[int], prefill: list[int], request_id: str) -> TurnEnd:
+    async def resume(self, point: ResumePoint) -> list[int] | None:
+        """Take over the output a lost worker wrote (worker/continuation.py): count what it
+        generated, and decide the item it left open. Returns the prefill that reopens that
+        item, for the model to go on writing it; None when nothing is reopened."""
+        item = point.open_item
+        read_only = item is not None and item["type"] == "mcp_call" and self.toolbox.read_only(item["server_label"],
+                                                                                                item["name"])
+        action = open_item_action(point, read_only) if item is not None else None
+        # The open item's message counts when it is whole (a call's, a reasoning item's
+        # waiting for its summary); a reopened one's start is the prefill's.
+        self.prior_output_tokens, self.prior_reasoning_tokens = assistant_tokens(
+            point.closed_output if action == "reopen" else point.output,
+            continued=item is not None or ended_with(point.output) is None)
+        if item is None:
+            return None
+        if action == "summarize":
+            await self._summarize()
+            return None
+        if item["type"] not in MESSAGE_ITEM_TYPES:  # a server-side call: the next of its kind takes it over
+            self.toolbox.adopted, self.toolbox.adopted_events = item, point.open_item_events
+        if action == "reopen":
+            prefill = reopened_item_prefix(item)
+            self.prior_output_tokens += len(prefill)
+            self.prior_reasoning_tokens += len(prefill) if item["type"] == "reasoning" else 0
+            return prefill
+        if item["type"] in ("code_interpreter_call", "mcp_call"):
+            await self.in_tool_thread(self.toolbox.take_over, action == "rerun")
+        return None  # an MCP listing or a compaction is made again where it is made
+
+    async def _turn(self, prompt: list[int], prefill: list[int], request_id: str,
+                    reopening: bool = False) -> TurnEnd:
+        """``reopening``: the prefill is the start of an item whose events were sent."""
         self.parsers.append(OutputParser(function_namespaces=self.function_namespaces, call_kinds=self.call_kinds))
         self.tokens = []
         if self._remaining() == 0:  # the earlier turns spent the budget
             return TurnEnd([], status=ResponseStatus.INCOMPLETE, details={"reason": "max_output_tokens"})
         self.tokens = list(prefill)
         for step in self.parser.prefill(prefill):
+            if reopening and not (isinstance(step, MessageStarted) and step.kind == "tool_call"):
+                continue  # the builder holds the item as its events gave it; a tool call takes its item over
             self._route(step)
         await self._start_call()
         constrained = self.output_format["type"] != "text"
@@ -377,9 +434,11 @@ class Generation:
         response's one output item is the ``compaction`` item of the context before it.
         The item is added at once, ``response.compaction.compacting`` events (no content)
         follow as the summary is sampled, and ``response.output_item.done`` carries it sealed."""
-        item = {"id": new_id("cmp"), "type": "compaction", "encrypted_content": ""}
-        self.builder.add_item(item)
-        await self._flush()
+        if self.builder.open_item is None:  # else: the item a lost worker opened is summarized again
+            if self.builder.output:
+                return  # a lost worker finished it
+            self.builder.add_item({"id": new_id("cmp"), "type": "compaction", "encrypted_content": ""})
+            await self._flush()
         sampled = 0
 
         def progress(text: str) -> None:
@@ -431,22 +490,31 @@ class Generation:
         before the model goes on."""
         self.summaries += 1
         prompt, cap = summary_prompt(self.builder.summary_due or "", self.summary_style or "auto")
-        tokens, _ = await self._side_call(prompt, cap, f"summary{self.summaries}", self.builder.summary_delta)
+        # A lost worker's summary so far: the model goes on from it.
+        written = self.builder.summary_written
+        tokens, _ = await self._side_call(prompt, cap, f"summary{self.summaries}", self.builder.summary_delta,
+                                          prefill=written)
         self.summary_tokens += tokens
         self.count_usage()
         self.builder.finish_summary()
 
     async def _side_call(self, prompt: list[int], cap: int, name: str, on_answer: Callable[[str], None],
-                         budgeted: bool = True) -> tuple[int, bool]:
+                         budgeted: bool = True, prefill: str = "") -> tuple[int, bool]:
         """An engine call beside the response's own (a summary): its final answer's text
-        goes to ``on_answer`` as it comes. Returns its output tokens (which count in usage;
-        ``budgeted``: also against max_output_tokens) and whether its answer finished."""
+        goes to ``on_answer`` as it comes (after ``prefill``, the start of the answer
+        already written). Returns its output tokens (which count in usage; ``budgeted``:
+        also against max_output_tokens) and whether its answer finished."""
         remaining = self._remaining() if budgeted else None
         max_tokens = cap if remaining is None else min(cap, remaining)
         if max_tokens == 0:
             return 0, False
-        self.usage.input_tokens += len(prompt)
         parser, in_answer, finished = OutputParser(), False, False
+        if prefill:
+            prefilled = reopened_item_prefix({"type": "message", "content": [{"text": prefill}]})
+            prompt = prompt + prefilled
+            parser.prefill(prefilled)
+            in_answer = True
+        self.usage.input_tokens += len(prompt)
         params = SamplingParams(max_tokens=max_tokens, stop_token_ids=stop_token_ids())
         request_id = f"{self.response.pk}:{self.response.attempts}:{name}"
         stream = engine_host().stream(self.response.model, prompt, params, request_id=request_id)

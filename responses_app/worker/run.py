@@ -17,8 +17,8 @@ import time
 from responses_app.engines.host import engine_host
 from responses_app.models import Response, ResponseStatus
 from responses_app.observability import recorder
-from responses_app.selectors import output_items
 from responses_app.stream.builder import EventBuilder
+from responses_app.stream.resume import ResumePoint, resume_point
 from responses_app.stream.store import LeaseLost
 from responses_app.wire.usage import Usage
 from responses_app.worker.admission import response_slot
@@ -40,29 +40,30 @@ def run_response(response_id: str) -> None:
             log.info("%s: not claimable (cancelled, finished or taken)", response_id)
             return
         fresh = response.last_sequence_number == 0  # only response.created: no output yet
-        builder = EventBuilder(response, next_sequence_number=response.last_sequence_number + 1,
-                               output=[] if fresh else output_items(response))
+        # A retry after a lost worker goes on from its stream (a continuation, when it had output).
+        resumed = None if fresh else resume_point(response)
+        builder = EventBuilder(response, next_sequence_number=response.last_sequence_number + 1, resumed=resumed)
         if fresh:
-            # A retry after a lost worker has announced it already.
             builder.lifecycle("response.in_progress", status=ResponseStatus.IN_PROGRESS)
         off_loop = OffLoop.for_caller()
         if off_loop.shared is not None:
             off_loop.shared.inc_thread_sharing()
         try:
-            engine_host().submit(run_claimed(response, owner, builder, off_loop)).result()
+            engine_host().submit(run_claimed(response, owner, builder, off_loop, resumed)).result()
         finally:
             if off_loop.shared is not None:
                 off_loop.shared.dec_thread_sharing()
 
 
-async def run_claimed(response: Response, owner: str, builder: EventBuilder, off_loop: OffLoop) -> None:
+async def run_claimed(response: Response, owner: str, builder: EventBuilder, off_loop: OffLoop,
+                      resumed: ResumePoint | None = None) -> None:
     """On the engine loop: generate the claimed response and end it."""
     claimed_at = time.monotonic()
     writer = BatchWriter(response, owner, builder, off_loop, asyncio.get_running_loop())
     usage = Usage()
     with cancel_watch().watching(response.pk):
         try:
-            status, details = await generate(response, builder, writer, usage, off_loop)
+            status, details = await generate(response, builder, writer, usage, off_loop, resumed)
             error = None
         except CancelRequested:
             status, details, error = ResponseStatus.CANCELLED, None, None

@@ -19,6 +19,7 @@ from typing import Any, Protocol, TypeVar
 
 from django.conf import settings
 from django.db import close_old_connections, connection
+from openai import BaseModel
 from openai.types import responses as types
 
 from responses_app.files.containers import copy_into_container
@@ -30,6 +31,14 @@ from responses_app.wire.tool_types import WEB_SEARCH_TYPES
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+
+
+# The server-side tool calls, as output items (max_tool_calls counts them).
+SERVER_CALL_TYPES = frozenset({"code_interpreter_call", "web_search_call", "mcp_call"})
+# The output of a call whose worker was lost while it ran (worker/continuation.py): the
+# model reads it, and may call again.
+INTERRUPTED = ("The call was interrupted: the server running it was lost while it ran. It may have run in part or "
+               "in full; check its effects before calling it again.")
 
 
 class ToolLoopFailure(Exception):
@@ -96,7 +105,12 @@ class Toolbox:
         self.web_search = next((tool for tool in tools if tool["type"] in WEB_SEARCH_TYPES), None)
         self.mcp_servers = {tool["server_label"]: tool for tool in tools if tool["type"] == "mcp"}
         self.max_tool_calls: int | None = request.get("max_tool_calls")
-        self.calls = 0
+        # A continued response: the calls its lost worker ran count, and the call item it
+        # left open is taken over by the next call of that kind (worker/continuation.py).
+        self.calls = sum(item.get("type") in SERVER_CALL_TYPES for item in builder.output
+                         if item is not builder.open_item)
+        self.adopted: dict[str, Any] | None = None
+        self.adopted_events: frozenset[str] = frozenset()
         self._container: Any = None
         self._browser: Any = None
 
@@ -110,7 +124,8 @@ class Toolbox:
         """List the tools of MCP servers the conversation has not listed yet, and run the
         calls that the client approved in this request's input."""
         listed = {item.get("server_label") for item in self.history + self.builder.output
-                  if item.get("type") == "mcp_list_tools" and not item.get("error")}
+                  if item.get("type") == "mcp_list_tools" and not item.get("error")
+                  and item is not self.builder.open_item}  # a lost worker's listing is made again
         for label, tool in self.mcp_servers.items():
             if label not in listed:
                 self._list_mcp_tools(label, tool)
@@ -132,9 +147,8 @@ class Toolbox:
         from tools_app.mcp.client import McpError, list_tools
         from tools_app.mcp.servers import server_for_tool
 
-        item = {"id": new_id("mcpl"), "type": "mcp_list_tools", "server_label": label, "tools": []}
-        self.builder.add_item(item)
-        self.builder.item_event(types.ResponseMcpListToolsInProgressEvent, "response.mcp_list_tools.in_progress")
+        self.start_item({"id": new_id("mcpl"), "type": "mcp_list_tools", "server_label": label, "tools": []},
+                        types.ResponseMcpListToolsInProgressEvent, "response.mcp_list_tools.in_progress")
         self.flush()
         try:
             listed = self.wait(lambda: list_tools(server_for_tool(self.response.tenant_id, tool),
@@ -152,6 +166,36 @@ class Toolbox:
         self.builder.finish_item(None)
 
     # --- during the turns -------------------------------------------------------------------
+
+    def start_item(self, item: dict[str, Any], in_progress: type[BaseModel], event_type: str
+                   ) -> tuple[dict[str, Any], frozenset[str]]:
+        """Open a call's ``item`` and send its in_progress event; or take over the item of
+        this call that a lost worker left open, whose events it committed are returned."""
+        adopted, self.adopted = self.adopted, None
+        if adopted is not None and adopted["type"] == item["type"]:
+            return adopted, self.adopted_events
+        self.builder.add_item(item)
+        self.builder.item_event(in_progress, event_type)
+        return item, frozenset()
+
+    def take_over(self, run: bool) -> None:
+        """End the open call item a lost worker left (``adopted``): run the call again, or
+        end it as interrupted (worker/continuation.py)."""
+        item = self.adopted or {}
+        call = (CodeInterpreterCall(self) if item.get("type") == "code_interpreter_call"
+                else McpCall(self, item["server_label"], item["name"]))
+        if run:
+            call.execute()
+        else:
+            call.interrupted()
+
+    def read_only(self, label: str, name: str) -> bool:
+        """Whether the MCP server's listing marks the tool read-only (readOnlyHint)."""
+        for item in reversed(self.history + self.builder.output):
+            if item.get("type") == "mcp_list_tools" and item.get("server_label") == label:
+                tool = next((tool for tool in item.get("tools") or [] if tool.get("name") == name), {})
+                return bool((tool.get("annotations") or {}).get("readOnlyHint"))
+        return False
 
     def call_for(self, recipient: str) -> ToolCall:
         """The tool call the model is starting to write (its header named ``recipient``)."""
@@ -231,11 +275,11 @@ class CodeInterpreterCall:
             container_id = toolbox.container().id
         except ContainerNotFound as error:
             container_id, self.error = str(toolbox.code_interpreter["container"]), str(error)
-        self.builder.add_item({"id": new_id("ci"), "type": "code_interpreter_call", "status": "in_progress",
-                               "code": "", "container_id": container_id, "outputs": None})
-        self.builder.item_event(types.ResponseCodeInterpreterCallInProgressEvent,
-                                "response.code_interpreter_call.in_progress")
-        self.code = ""
+        item, _ = toolbox.start_item({"id": new_id("ci"), "type": "code_interpreter_call", "status": "in_progress",
+                                      "code": "", "container_id": container_id, "outputs": None},
+                                     types.ResponseCodeInterpreterCallInProgressEvent,
+                                     "response.code_interpreter_call.in_progress")
+        self.code: str = item["code"]
 
     def delta(self, text: str) -> None:
         self.code += text
@@ -272,6 +316,10 @@ class CodeInterpreterCall:
             logs += "\n[files written to /mnt/data: " + ", ".join(result.files) + "]"
         return self._end(outputs, failed=bool(result.error), model_text=logs)
 
+    def interrupted(self) -> None:
+        """The call was running on a worker that was lost: it may have run in part."""
+        self._end([{"type": "logs", "logs": INTERRUPTED}], failed=True)
+
     def _end(self, outputs: list[dict[str, Any]], failed: bool, model_text: str | None = None) -> ToolResult:
         self.builder.update_item(outputs=outputs)
         if not failed:
@@ -299,9 +347,10 @@ class WebSearchCall:
         self.function = function
         self.arguments = ""
         # As OpenAI does, the action is known (and shown) once the search ran.
-        self.builder.add_item({"id": new_id("ws"), "type": "web_search_call", "status": "in_progress",
-                               "action": {"type": "search"}})
-        self.builder.item_event(types.ResponseWebSearchCallInProgressEvent, "response.web_search_call.in_progress")
+        _, self.committed = toolbox.start_item({"id": new_id("ws"), "type": "web_search_call",
+                                                "status": "in_progress", "action": {"type": "search"}},
+                                               types.ResponseWebSearchCallInProgressEvent,
+                                               "response.web_search_call.in_progress")
 
     def delta(self, text: str) -> None:
         """Browser arguments are not streamed to the client (the API has no such event)."""
@@ -316,7 +365,8 @@ class WebSearchCall:
         refusal = self.toolbox.take_call()
         if refusal is not None:
             return self._failed(author, refusal)
-        self.builder.item_event(types.ResponseWebSearchCallSearchingEvent, "response.web_search_call.searching")
+        if "response.web_search_call.searching" not in self.committed:  # a lost worker's search is run again
+            self.builder.item_event(types.ResponseWebSearchCallSearchingEvent, "response.web_search_call.searching")
         self.toolbox.flush()
         try:
             arguments = _json_object(self.arguments)
@@ -346,13 +396,12 @@ class McpCall:
         self.builder = toolbox.builder
         self.label = label
         self.name = name
-        self.arguments = ""
         item = {"id": new_id("mcp"), "type": "mcp_call", "server_label": label, "name": name, "arguments": "",
                 "status": "in_progress"}
         if approval_request_id is not None:
             item["approval_request_id"] = approval_request_id
-        self.builder.add_item(item)
-        self.builder.item_event(types.ResponseMcpCallInProgressEvent, "response.mcp_call.in_progress")
+        item, _ = toolbox.start_item(item, types.ResponseMcpCallInProgressEvent, "response.mcp_call.in_progress")
+        self.arguments: str = item["arguments"]
 
     def delta(self, text: str) -> None:
         self.arguments += text
@@ -388,6 +437,10 @@ class McpCall:
         self.builder.item_event(types.ResponseMcpCallCompletedEvent, "response.mcp_call.completed")
         self.builder.finish_item("completed")
         return ToolResult(author=f"{self.label}.{self.name}", text=output, channel="commentary")
+
+    def interrupted(self) -> None:
+        """The call was running on a worker that was lost: it may have run in part."""
+        self._failed(INTERRUPTED)
 
     def _failed(self, message: str, tool_error: bool = False) -> ToolResult:
         # The SDK's McpToolCallError: what the tool itself reported, or a failure to reach it.

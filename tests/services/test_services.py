@@ -336,7 +336,7 @@ def test_the_reaper_requeues_a_lost_response_without_output_and_enqueues_it_agai
     Response.objects.filter(pk=queued.pk).update(task_id="task-of-the-lost-worker")
     expire_lease(queued)
 
-    assert reap_expired_leases() == {"requeued": 1, "failed": 0}
+    assert reap_expired_leases() == {"requeued": 1, "continued": 0, "failed": 0}
 
     queued.refresh_from_db()
     assert (queued.status, queued.lease_owner, queued.lease_expires_at) == (ResponseStatus.QUEUED, "", None)
@@ -351,7 +351,7 @@ def test_the_reaper_fails_a_lost_response_that_used_up_its_attempts(queued):
     claim(queued.pk, "worker-a")
     expire_lease(queued)
 
-    assert reap_expired_leases() == {"requeued": 0, "failed": 1}
+    assert reap_expired_leases() == {"requeued": 0, "continued": 0, "failed": 1}
 
     queued.refresh_from_db()
     assert queued.status == ResponseStatus.FAILED
@@ -359,11 +359,25 @@ def test_the_reaper_fails_a_lost_response_that_used_up_its_attempts(queued):
     assert events_of(queued) == [(0, "response.created"), (1, "response.failed")]
 
 
+def test_the_reaper_requeues_a_lost_response_with_output_to_be_continued(queued):
+    running = start_with_open_message(queued)
+    expire_lease(running)
+
+    assert reap_expired_leases() == {"requeued": 0, "continued": 1, "failed": 0}
+
+    running.refresh_from_db()
+    assert (running.status, running.recoveries, running.lease_owner) == (ResponseStatus.QUEUED, 1, "")
+    # Nothing is written for the continuation: the next worker goes on from the last event.
+    assert events_of(running)[-1] == (4, "response.output_text.delta")
+    assert OutputItem.objects.get(response=running).status == "in_progress"
+
+
+@override_settings(RESPONSE_MAX_RECOVERIES=0)
 def test_the_reaper_fails_a_lost_response_with_output_and_closes_its_open_item(queued):
     running = start_with_open_message(queued)
     expire_lease(running)
 
-    assert reap_expired_leases() == {"requeued": 0, "failed": 1}
+    assert reap_expired_leases() == {"requeued": 0, "continued": 0, "failed": 1}
 
     running.refresh_from_db()
     assert running.status == ResponseStatus.FAILED
@@ -391,7 +405,7 @@ def test_the_reaper_leaves_a_response_with_a_live_lease_alone(queued):
     just_claimed = claim(Response.objects.create(tenant=queued.tenant, model="echo").pk, "worker-b")
     assert just_claimed is not None
 
-    assert reap_expired_leases() == {"requeued": 0, "failed": 0}
+    assert reap_expired_leases() == {"requeued": 0, "continued": 0, "failed": 0}
 
     for response in (running, just_claimed):
         before = response.lease_expires_at
@@ -402,7 +416,7 @@ def test_the_reaper_leaves_a_response_with_a_live_lease_alone(queued):
 def test_the_reaper_leaves_queued_and_finished_responses_alone(queued, tenant):
     finished = Response.objects.create(tenant=tenant, model="echo", status=ResponseStatus.COMPLETED,
                                        lease_expires_at=timezone.now() - timedelta(minutes=5))
-    assert reap_expired_leases() == {"requeued": 0, "failed": 0}
+    assert reap_expired_leases() == {"requeued": 0, "continued": 0, "failed": 0}
     queued.refresh_from_db()
     finished.refresh_from_db()
     assert (queued.status, finished.status) == (ResponseStatus.QUEUED, ResponseStatus.COMPLETED)
@@ -414,7 +428,7 @@ def test_the_reaper_ends_a_lost_response_with_cancel_requested_as_cancelled(queu
     request_cancel(running)
     expire_lease(running)
 
-    assert reap_expired_leases() == {"requeued": 0, "failed": 1}
+    assert reap_expired_leases() == {"requeued": 0, "continued": 0, "failed": 1}
 
     running.refresh_from_db()
     assert running.status == ResponseStatus.CANCELLED and running.error is None

@@ -138,6 +138,7 @@ def test_failed_at_the_tool_loop_limit(tenant, tmp_path: Path):
 
 @pytest.mark.parametrize("cancel_requested, status", [(False, ResponseStatus.FAILED),
                                                        (True, ResponseStatus.CANCELLED)])
+@override_settings(RESPONSE_MAX_RECOVERIES=0)  # else a worker continues it (tests/worker/test_continuation.py)
 def test_ended_by_the_reaper_when_its_worker_is_lost(tenant, cancel_requested, status):
     response = create(tenant)
     running = claim(response.pk, "worker-a")
