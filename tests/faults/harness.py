@@ -101,6 +101,13 @@ class FaultStack(LiveStack):
         commands["worker2"] = second
         return commands
 
+    def process_env(self, name: str) -> dict[str, str]:
+        """The second worker is another node: its containers' work dirs are its own (what
+        they share is the database, the broker and the files storage)."""
+        if name == "worker2":
+            return {**self.env, "CONTAINERS_DIR": str(LOG_DIR / f"containers-{self.port}-node2")}
+        return super().process_env(name)
+
     def inspect(self, method: str, worker: str = "worker") -> dict:
         """As LiveStack's, on this stack's own Redis."""
         if self._control is None:
@@ -278,6 +285,8 @@ def check_trial(stack: FaultStack, fault: str, ids: list[str], followers: list[F
             result.completed += 1
             if response.output_text != expected:
                 result.problems.append(f"{response_id} completed with other text: {response.output_text[:80]!r}")
+        elif response.status == "failed" and fault in LOSSLESS_FAULTS:
+            result.problems.append(f"{response_id} failed ({response.error}): a lost worker's response is continued")
         elif response.status == "failed" and response.error is not None and response.error.message:
             result.failed_with_error += 1
         else:
@@ -393,6 +402,9 @@ def kill_one_of_two_workers(stack: FaultStack, ids: list[str]) -> list[str]:
     return []
 
 
+# Faults that lose no response: every one completes with the whole answer (a lost
+# worker's responses are continued by another).
+LOSSLESS_FAULTS = frozenset({"worker SIGKILL", "1 of 2 workers SIGKILL"})
 FAULTS: dict[str, Callable[[FaultStack, list[str]], list[str]]] = {
     "redis restart": restart_redis,
     "worker SIGKILL": kill_worker,

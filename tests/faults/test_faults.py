@@ -42,6 +42,8 @@ def test_every_response_and_stream_ends_with_dense_events_after(fault, fault_sta
                                    expected=expected_text)
         assert result.ok, f"trial {trial}: {harness.describe(result)}"
         assert result.ended == result.responses
+        if fault in harness.LOSSLESS_FAULTS:
+            assert result.completed == result.responses
         assert (result.lost_events, result.duplicated_events) == (0, 0)
         harness.prepare(fault_stack, fault)
         assert harness.stack_serves(fault_stack), f"the stack does not serve after trial {trial} of {fault}"
@@ -51,15 +53,40 @@ def test_every_response_and_stream_ends_with_dense_events_after(fault, fault_sta
 CROWD = 200
 
 
-def test_a_worker_killed_with_200_responses_on_its_loop_ends_each_once(crowded_stack):
+def test_a_worker_killed_with_200_responses_on_its_loop_loses_none(crowded_stack):
     expected = harness.expected_text(crowded_stack)
     # 60 ms a token: each answers for about 8 s, so that all 200 run when the worker dies.
     result = harness.run_trial(crowded_stack, "worker SIGKILL", harness.kill_worker, count=CROWD, followed=4,
                                expected=expected, token_delay_ms=60, clients=16, running=CROWD)
     assert result.ok, harness.describe(result)
-    assert result.ended == result.responses == CROWD
+    assert result.completed == result.responses == CROWD  # the lost worker's were continued
     assert (result.lost_events, result.duplicated_events) == (0, 0)
     assert harness.stack_serves(crowded_stack)
+
+
+# Two worker nodes (each with its own containers folder) share the queue and carry this
+# many responses between them; one is killed for good under them.
+ACROSS_TWO_NODES = 120
+
+
+def test_a_node_killed_with_responses_across_two_nodes_loses_none(crowded_stack):
+    crowded_stack.up(("web", "worker", "worker2", "beat"))
+    expected = harness.expected_text(crowded_stack)
+    nodes: list[int] = []
+
+    def kill_node_a(stack: harness.FaultStack, ids: list[str]) -> list[str]:
+        # Each claim's lease owner is host:pid:thread:nonce; the pid tells the node.
+        nodes.append(stack.sql("SELECT count(DISTINCT split_part(lease_owner, ':', 2)) FROM responses_app_response "
+                               "WHERE id = ANY(%s) AND status = 'in_progress'", ids)[0][0])
+        return harness.kill_one_of_two_workers(stack, ids)
+
+    result = harness.run_trial(crowded_stack, "1 of 2 workers SIGKILL", kill_node_a, count=ACROSS_TWO_NODES,
+                               followed=4, expected=expected, token_delay_ms=60, clients=16,
+                               running=ACROSS_TWO_NODES)
+    assert nodes == [2], "the responses did not run on both nodes when one was killed"
+    assert result.ok, harness.describe(result)
+    assert result.completed == result.responses == ACROSS_TWO_NODES
+    assert (result.lost_events, result.duplicated_events) == (0, 0)
 
 
 @pytest.mark.parametrize("fault", harness.BATCH_FAULTS)

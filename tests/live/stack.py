@@ -141,17 +141,19 @@ class LiveStack:
 
     def start(self, name: str) -> None:
         log = open(LOG_DIR / f"{name}-{self.port}.log", "ab")  # noqa: SIM115 - owned by the process
-        env = self.env
-        if name == "vllm-worker":
-            # The trained tiny model learned the python tool's description with this timeout
-            # (tiny_models.PYTHON_TIMEOUT_S); the echo worker keeps the short one.
-            env = {**env, "TOOL_CALL_TIMEOUT_S": "30"}
-        self.processes[name] = subprocess.Popen(self.commands()[name], cwd=ROOT, env=env, stdout=log,
-                                                stderr=subprocess.STDOUT, start_new_session=True)
+        self.processes[name] = subprocess.Popen(self.commands()[name], cwd=ROOT, env=self.process_env(name),
+                                                stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
         if name == "web":
             self.wait_for_web()
         if "worker" in name:
             self.wait_for_worker(name, timeout=300 if name == "vllm-worker" else 60)
+
+    def process_env(self, name: str) -> dict[str, str]:
+        if name == "vllm-worker":
+            # The trained tiny model learned the python tool's description with this timeout
+            # (tiny_models.PYTHON_TIMEOUT_S); the echo worker keeps the short one.
+            return {**self.env, "TOOL_CALL_TIMEOUT_S": "30"}
+        return self.env
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
         process = self.processes.pop(name, None)

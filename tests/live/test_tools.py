@@ -397,3 +397,40 @@ def test_a_bad_browser_call_is_a_failed_search_and_the_model_reads_the_error(ali
     [call] = of_type(response, "web_search_call")
     assert call.status == "failed"
     assert "teleport" in response.output_text
+
+
+# --- a worker lost during a call -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize("tool, call, running", [
+    ("code_interpreter", python_call("import time\ntime.sleep(5)"), "response.code_interpreter_call.interpreting"),
+    ("mcp", mcp_call("demo", "slow", {"seconds": 5}), "response.mcp_call_arguments.done"),
+])
+def test_a_call_running_when_its_worker_is_killed_ends_interrupted_and_the_model_goes_on(
+        alice, stack: LiveStack, mcp_url, tool, call, running):
+    from responses_app.worker.tool_calls import INTERRUPTED
+
+    tools = [CODE_INTERPRETER] if tool == "code_interpreter" else [mcp_tool(mcp_url)]
+    stream = alice.responses.create(model="echo", tools=tools, include=OUTPUTS, background=True, stream=True,
+                                    input=script(call, final("after: {tool_output}")))
+    events: list[dict[str, Any]] = []
+    for event in stream:
+        events.append(event.to_dict())
+        if event.type == running and len(events) > 1:
+            # The call is running (the worker flushes its events before it runs the tool).
+            stack.kill("worker")
+            stack.start("worker")
+    assert_dense(events)
+    assert_no_duplicates(events)
+    response = alice.responses.retrieve(events[0]["response"]["id"])
+    [interrupted] = of_type(response, f"{tool}_call")
+    assert interrupted.status == "failed"
+    if tool == "code_interpreter":
+        assert interrupted.outputs[0].logs == INTERRUPTED
+        read = INTERRUPTED
+    else:
+        assert (interrupted.error.type, interrupted.error.message) == ("mcp_protocol_error", INTERRUPTED)
+        read = f"Error: {INTERRUPTED}"  # as the model reads any failed MCP call
+    # The model read that the call was interrupted, and answered.
+    assert response.status == "completed" and response.output_text == f"after: {read}"
+    assert [event["type"] for event in events].count(running) == 1

@@ -22,8 +22,10 @@ from django.test import override_settings
 from responses_app.models import Response, ResponseEvent, ResponseStatus, Tenant
 from responses_app.services.create import create_response
 from responses_app.services.recovery import reap_expired_leases
+from responses_app.stream.resume import ResumePoint
 from responses_app.validation.create import parse_create_request
 from responses_app.worker.batch_writer import BatchWriter
+from responses_app.worker.continuation import ended_with, open_item_action
 from responses_app.worker.run import run_response
 from tests.services.test_services import ANSWER_SCRIPT, CALL_SCRIPT, WEATHER_TOOL, expire_lease
 
@@ -182,3 +184,45 @@ def test_a_response_that_keeps_losing_its_worker_fails_after_the_recoveries_allo
     stream = events(response)
     assert [event["sequence_number"] for event in stream] == list(range(len(stream)))
     assert stream[-1]["type"] == "response.failed"
+
+
+# --- the rule for the item left open ------------------------------------------------------------
+
+
+def point(item: dict[str, Any], *events: str) -> ResumePoint:
+    return ResumePoint([{"type": "reasoning", "content": [], "summary": []}, item], open_index=1,
+                       open_item_events=frozenset(events))
+
+
+@pytest.mark.parametrize("item, events, read_only, action", [
+    ({"type": "message"}, (), False, "reopen"),
+    ({"type": "function_call"}, ("response.function_call_arguments.delta",), False, "reopen"),
+    ({"type": "reasoning"}, ("response.reasoning_text.delta",), False, "reopen"),
+    ({"type": "reasoning"}, ("response.reasoning_text.done",), False, "summarize"),
+    # A web search's arguments are not kept (nor shown): the model writes the call again.
+    ({"type": "web_search_call"}, ("response.web_search_call.searching",), False, "reopen"),
+    ({"type": "code_interpreter_call"}, ("response.code_interpreter_call_code.delta",), False, "reopen"),
+    ({"type": "code_interpreter_call"}, ("response.code_interpreter_call_code.done",), False, "rerun"),
+    ({"type": "code_interpreter_call"}, ("response.code_interpreter_call_code.done",
+                                         "response.code_interpreter_call.interpreting"), False, "interrupt"),
+    ({"type": "mcp_call"}, ("response.mcp_call_arguments.delta",), False, "reopen"),
+    ({"type": "mcp_call"}, ("response.mcp_call_arguments.done",), True, "rerun"),
+    ({"type": "mcp_call"}, ("response.mcp_call_arguments.done",), False, "interrupt"),
+    ({"type": "mcp_list_tools"}, ("response.mcp_list_tools.in_progress",), False, "rerun"),
+])
+def test_the_open_item_is_reopened_run_again_or_interrupted_by_what_its_events_say(item, events, read_only, action):
+    assert open_item_action(point(item, *events), read_only) == action
+
+
+@pytest.mark.parametrize("last, end", [
+    ({"type": "message", "phase": "final_answer", "status": "completed"}, (ResponseStatus.COMPLETED, None)),
+    ({"type": "message", "status": "completed"}, (ResponseStatus.COMPLETED, None)),
+    ({"type": "message", "phase": "commentary", "status": "completed"}, None),
+    ({"type": "function_call", "status": "completed"}, (ResponseStatus.COMPLETED, None)),
+    ({"type": "tool_search_call", "execution": "client", "status": "completed"}, (ResponseStatus.COMPLETED, None)),
+    ({"type": "tool_search_call", "execution": "server", "status": "completed"}, None),
+    ({"type": "code_interpreter_call", "status": "failed"}, None),
+    ({"type": "reasoning", "status": "incomplete"}, (ResponseStatus.INCOMPLETE, {"reason": "max_output_tokens"})),
+])
+def test_a_response_whose_last_item_ended_it_ends_without_the_model(last, end):
+    assert ended_with([{"type": "reasoning", "status": "completed"}, last]) == end
