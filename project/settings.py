@@ -324,6 +324,9 @@ TOOL_CALL_TIMEOUT_S = env_float("TOOL_CALL_TIMEOUT_S", 30.0)
 # idle for longer than CONTAINER_IDLE_TIMEOUT_S expires (files and session are deleted).
 CONTAINERS_DIR = Path(os.environ.get("CONTAINERS_DIR", RUN_DIR / "containers"))
 CONTAINER_IDLE_TIMEOUT_S = int(env_float("CONTAINER_IDLE_TIMEOUT_S", 20 * 60))
+# A call's lease on its container (one call at a time on every node) runs out this long
+# after its node stopped renewing it (a lost node): the next call then takes it over.
+CONTAINER_LOCK_TTL_S = env_float("CONTAINER_LOCK_TTL_S", 30.0)
 # The largest file containers.files.create accepts (bytes).
 CONTAINER_FILE_MAX_BYTES = int(env_float("CONTAINER_FILE_MAX_BYTES", 100 * 2**20))
 SANDBOX_MEMORY_MB = int(env_float("SANDBOX_MEMORY_MB", 1024))

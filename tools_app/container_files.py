@@ -31,7 +31,7 @@ def upload_file(tenant_id: int, container_id: str, name: str, chunks: Iterable[b
     FileExistsError where a directory or link holds the name."""
     container = running_container(tenant_id, container_id)
     workspace = Workspace.for_container(container.pk)
-    with locked(workspace):
+    with locked(container.pk):
         with transaction.atomic():
             size = write_beneath(workspace.data_dir, name, chunks, workspace.uid)
             file, _ = ContainerFile.objects.update_or_create(container=container, path=name, defaults={
@@ -60,7 +60,7 @@ def files_page(tenant_id: int, container_id: str, *, after: str | None, limit: i
 def delete_file(tenant_id: int, container_id: str, file_id: str) -> None:
     file = get_file(tenant_id, container_id, file_id)
     workspace = Workspace.for_container(container_id)
-    with locked(workspace):
+    with locked(container_id):
         try:
             unlink_beneath(workspace.data_dir, file.path)
         except FileNotFoundError:

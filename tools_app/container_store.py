@@ -6,8 +6,12 @@ change (a call's writes and deletes, an upload, a delete) goes to the storage an
 ``Container.files_version``; a node whose copy is of an older version (it wrote
 ``synced_version`` in the work dir's root, out of the sandbox's sight) fetches the files
 again before it runs a call. So with several nodes a web node serves a file that a worker
-node's code wrote, and a call on another worker node finds the container's files. The
-interpreter's variables (``session/``) stay on the node that made them.
+node's code wrote, and a call on another worker node finds the container's files.
+
+The interpreter's saved session (its variables, ``session/session.pkl``) is stored the
+same way after every call, under ``container-sessions/<container id>/``, and is part of
+the version: a call on another node (its node lost, or busy) goes on with the variables
+the last call left.
 """
 
 from __future__ import annotations
@@ -25,6 +29,8 @@ from tools_app.sandbox import Workspace
 from tools_app.sandbox.files import open_beneath, write_path_beneath
 
 PREFIX = "containers"
+SESSION_PREFIX = "container-sessions"
+SESSION_FILE = "session.pkl"
 
 
 def storage() -> Storage:
@@ -46,6 +52,26 @@ def store_files(container_id: str, workspace: Workspace, paths: Iterable[str]) -
             name = storage_name(container_id, path)
             storage().delete(name)  # the file system storage would save beside it, not over it
             storage().save(name, File(content))
+
+
+def session_name(container_id: str) -> str:
+    return f"{SESSION_PREFIX}/{container_id}/{SESSION_FILE}"
+
+
+def store_session(container_id: str, workspace: Workspace) -> None:
+    """After a call: the session it saved is the container's (none: the stored one goes)."""
+    name = session_name(container_id)
+    storage().delete(name)
+    try:
+        fd = open_beneath(workspace.session_dir, SESSION_FILE)
+    except FileNotFoundError:
+        return
+    with os.fdopen(fd, "rb") as content:
+        storage().save(name, File(content))
+
+
+def delete_session(container_id: str) -> None:
+    storage().delete(session_name(container_id))
 
 
 def delete_files(container_id: str, paths: Iterable[str]) -> None:
@@ -71,11 +97,15 @@ def fetch_if_stale(container: Container, workspace: Workspace) -> None:
     version = Container.objects.filter(pk=container.pk).values_list("files_version", flat=True).first() or 0
     if _synced_version(workspace) == version:
         return
-    shutil.rmtree(workspace.data_dir, ignore_errors=True)  # never follows links planted in it
+    for folder in (workspace.data_dir, workspace.session_dir):
+        shutil.rmtree(folder, ignore_errors=True)  # never follows links planted in it
     workspace.create()
     for file in ContainerFile.objects.filter(container=container):
         with open_file(file) as content:
             write_path_beneath(workspace.data_dir, file.path, content.chunks(), workspace.uid)
+    if storage().exists(session_name(container.pk)):
+        with storage().open(session_name(container.pk), "rb") as session:
+            write_path_beneath(workspace.session_dir, SESSION_FILE, session.chunks(), workspace.uid)
     _write_synced_version(workspace, version)
 
 

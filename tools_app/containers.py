@@ -4,9 +4,7 @@ idle ones. Every lookup is scoped to the caller's tenant; container_files.py has
 
 from __future__ import annotations
 
-import fcntl
 import logging
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import timedelta
@@ -17,6 +15,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from tools_app import container_store
+from tools_app.container_lock import ContainerGone, ContainerLease, container_lease
 from tools_app.models import Container, ContainerFile, ContainerFileSource, ContainerStatus
 from tools_app.sandbox import ExecutionResult, Workspace, run_code
 
@@ -33,7 +32,7 @@ class ContainerNotFound(Exception):
 
 
 class ContainerBusy(Exception):
-    """A code interpreter call holds the container's lock: a change from outside a call
+    """A code interpreter call holds the container's lease: a change from outside a call
     (the Containers API) is tried again later rather than waited for in a shared thread."""
 
 
@@ -96,37 +95,44 @@ def created_at_page(rows: QuerySet, cursor: Any, limit: int, order: str) -> tupl
 
 def delete_container(tenant_id: int, container_id: str) -> None:
     """Delete the container with its files: marked expired first, so that no new call
-    starts in it; then, unless a call running in it holds its lock (ContainerBusy: try
+    starts in it; then, unless a call running in it holds its lease (ContainerBusy: try
     again), its work dir and session go, and the row with its files' rows."""
     container = get_container(tenant_id, container_id)
     Container.objects.filter(pk=container.pk).update(status=ContainerStatus.EXPIRED)
-    workspace = Workspace.for_container(container.pk)
-    with locked(workspace):
-        workspace.remove()
+    with locked(container.pk):
+        Workspace.for_container(container.pk).remove()
         container_store.delete_files(container.pk, container.files.values_list("path", flat=True))
+        container_store.delete_session(container.pk)
     container.delete()
 
 
 def execute(container: Container, code: str, timeout_s: float | None = None) -> ExecutionResult:
-    """Run code in the container's session, one call at a time per container (across worker
-    processes). Raises ContainerNotFound if the container has expired."""
+    """Run code in the container's session, one call at a time per container on every node
+    (container_lock.py). Raises ContainerNotFound if the container has expired."""
     workspace = Workspace.for_container(container.pk)
     if not _is_running(container.pk):
         raise ContainerNotFound(container.pk)
-    workspace.create()
-    with _locked(workspace):
-        # Checked again under the lock: expiry takes the same lock before deleting the dir.
-        if not _touch(container):
-            workspace.remove()  # it expired while we waited: drop what create() remade
-            raise ContainerNotFound(container.pk)
-        container_store.fetch_if_stale(container, workspace)  # its files, as another node may have left them
-        result = run_code(workspace, code, timeout_s)
-        _touch(container)
-        gone = record_written_files(container, result)
-        if result.files or gone:
+    try:
+        with container_lease(container.pk) as lease:
+            assert lease is not None
+            # Checked again under the lease: expiry takes it before deleting the files.
+            if not _touch(container, lease):
+                raise ContainerNotFound(container.pk)
+            workspace.create()
+            # Its files and saved session, as another node may have left them.
+            container_store.fetch_if_stale(container, workspace)
+            result = run_code(workspace, code, timeout_s)
+            if not _touch(container, lease):
+                # Paused past its lease: the container may have moved on without this call.
+                logger.warning("container %s: a call outlived its lease; its changes are not kept", container.pk)
+                return result
+            gone = record_written_files(container, result)
             container_store.store_files(container.pk, workspace, result.files)
             container_store.delete_files(container.pk, gone)
+            container_store.store_session(container.pk, workspace)
             container_store.changed(container.pk, workspace)
+    except ContainerGone as gone_meanwhile:
+        raise ContainerNotFound(container.pk) from gone_meanwhile
     return result
 
 
@@ -140,32 +146,40 @@ def expire_idle_containers() -> int:
     for container_id, last_active_at, idle_timeout_s in candidates.iterator():
         if last_active_at + timedelta(seconds=idle_timeout_s) > now:
             continue
-        workspace = Workspace.for_container(container_id)
-        with _locked(workspace, wait=False) as acquired:
-            if not acquired:
-                continue
-            # Compare-and-set: a call that touched the container since we looked wins.
-            updated = Container.objects.filter(pk=container_id, status=ContainerStatus.RUNNING,
-                                               last_active_at=last_active_at).update(status=ContainerStatus.EXPIRED)
-            if updated:
-                workspace.remove()
-                files = ContainerFile.objects.filter(container_id=container_id)
-                container_store.delete_files(container_id, files.values_list("path", flat=True))
-                files.delete()
-                expired += 1
+        try:
+            with container_lease(container_id, wait=False) as lease:
+                if lease is None:
+                    continue  # a call is running in it
+                # Compare-and-set: a call that touched the container since we looked wins.
+                updated = Container.objects.filter(pk=container_id, status=ContainerStatus.RUNNING,
+                                                   last_active_at=last_active_at).update(
+                    status=ContainerStatus.EXPIRED)
+                if updated:
+                    # This node's work dir; another node's copy goes with its next look (expired).
+                    Workspace.for_container(container_id).remove()
+                    files = ContainerFile.objects.filter(container_id=container_id)
+                    container_store.delete_files(container_id, files.values_list("path", flat=True))
+                    container_store.delete_session(container_id)
+                    files.delete()
+                    expired += 1
+        except ContainerGone:
+            continue
     if expired:
         logger.info("Expired %d idle code interpreter containers", expired)
     return expired
 
 
 @contextmanager
-def locked(workspace: Workspace) -> Iterator[None]:
-    """The container's lock, for a change of its files from outside a call (the Containers
+def locked(container_id: str) -> Iterator[None]:
+    """The container's lease, for a change of its files from outside a call (the Containers
     API), taken without waiting: ContainerBusy while a call holds it."""
-    with _locked(workspace, wait=False) as acquired:
-        if not acquired:
-            raise ContainerBusy(workspace.root.name)
-        yield
+    try:
+        with container_lease(container_id, wait=False) as lease:
+            if lease is None:
+                raise ContainerBusy(container_id)
+            yield
+    except ContainerGone as gone:
+        raise ContainerNotFound(container_id) from gone
 
 
 def running_container(tenant_id: int, container_id: str) -> Container:
@@ -198,26 +212,11 @@ def _is_running(container_id: str) -> bool:
     return Container.objects.filter(pk=container_id, status=ContainerStatus.RUNNING).exists()
 
 
-def _touch(container: Container) -> bool:
+def _touch(container: Container, lease: ContainerLease) -> bool:
+    """Mark the container active; False when it has expired, or the lease is no longer held."""
     now = timezone.now()
-    updated = Container.objects.filter(pk=container.pk, status=ContainerStatus.RUNNING).update(last_active_at=now)
+    updated = Container.objects.filter(pk=container.pk, status=ContainerStatus.RUNNING,
+                                       lock_owner=lease.owner).update(last_active_at=now)
     if updated:
         container.last_active_at = now
     return bool(updated)
-
-
-@contextmanager
-def _locked(workspace: Workspace, wait: bool = True) -> Iterator[bool]:
-    """Hold the container's lock file (fcntl: shared by every worker process on the host).
-    Yields False, holding nothing, when wait is False and the lock is taken."""
-    workspace.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(workspace.lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False
-            return
-        yield True
-    finally:
-        os.close(fd)

@@ -402,26 +402,19 @@ def test_webhook_tests_to_a_receiver_that_never_answers_hold_no_shared_thread(st
         receiver.close()
 
 
-def test_uploads_waiting_for_a_running_code_call_hold_no_shared_thread(stack, http, alice_key):
-    import fcntl
-    from pathlib import Path
+def test_uploads_waiting_for_a_running_code_call_hold_no_shared_thread(stack, http, alice_key, db_access):
+    from tools_app.container_lock import container_lease
 
     container = http.post("/containers", json={"name": "busy"}).json()["id"]
-    lock_path = Path(stack.env["CONTAINERS_DIR"]) / container / "lock"
-    # Held here as a code interpreter call holds it while its code runs.
-    fd = open(lock_path, "a+")  # noqa: SIM115
-    fcntl.flock(fd, fcntl.LOCK_EX)
-    try:
-        with ThreadPoolExecutor(12) as pool:
+    with ThreadPoolExecutor(12) as pool:
+        # Held here as a code interpreter call on any node holds it while its code runs.
+        with container_lease(container):
             uploads = [pool.submit(http.post, f"/containers/{container}/files",
                                    files={"file": (f"f{n}.txt", b"data")}) for n in range(12)]
             time.sleep(1)
             assert models_latency(stack, alice_key) < 2
             assert not any(upload.done() for upload in uploads)  # they wait for the call
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            assert {upload.result().status_code for upload in uploads} == {200}
-    finally:
-        fd.close()
+        assert {upload.result().status_code for upload in uploads} == {200}
     assert len(http.get(f"/containers/{container}/files", params={"limit": 100}).json()["data"]) == 12
 
 

@@ -4,9 +4,7 @@ file endpoints. Real bubblewrap, real database (SQLite or PostgreSQL)."""
 
 from __future__ import annotations
 
-import fcntl
 import os
-import threading
 import time
 from datetime import timedelta
 
@@ -128,26 +126,40 @@ def test_execute_refuses_an_expired_container(alice):
         execute(container, "print(1)")
 
 
-def test_calls_on_one_container_wait_for_each_other(alice):
+def held_by_another_node(container: Container, for_s: float) -> None:
+    """The lease a call on another node holds, until it runs out ``for_s`` from now."""
+    Container.objects.filter(pk=container.pk).update(
+        lock_owner="node-b:4242:0123456789ab", lock_expires_at=timezone.now() + timedelta(seconds=for_s))
+
+
+def test_a_call_waits_for_the_call_of_another_node_and_takes_over_a_lost_nodes_lease(alice, settings):
     container = resolve_container(alice.pk, {"type": "auto"})
-    workspace = Workspace.for_container(container.id)
-    released_at: list[float] = []
-    held = threading.Event()
-
-    def hold_the_lock() -> None:
-        # What a call in another worker process does: hold the container's lock file.
-        with open(workspace.lock_path, "a") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            held.set()
-            time.sleep(1.0)
-            released_at.append(time.time())
-
-    other = threading.Thread(target=hold_the_lock)
-    other.start()
-    held.wait()
+    held_by_another_node(container, for_s=1.0)
+    started = time.time()
     result = execute(container, "import time\ntime.time()")
-    other.join()
-    assert float(result.logs) > released_at[0]
+    # It ran once the other node's lease ran out (a node that is lost renews it no more).
+    assert float(result.logs) > started + 0.9
+    container.refresh_from_db()
+    assert (container.lock_owner, container.lock_expires_at) == ("", None)  # released after the call
+
+
+def test_a_call_that_outlived_its_lease_keeps_none_of_its_changes(alice, monkeypatch):
+    from tools_app import containers
+
+    container = resolve_container(alice.pk, {"type": "auto"})
+    execute(container, "open('kept.txt', 'w').write('1')")
+    version = Container.objects.get(pk=container.pk).files_version
+    real_run_code = containers.run_code
+
+    def paused_past_the_lease(*args, **kwargs):
+        result = real_run_code(*args, **kwargs)
+        held_by_another_node(container, for_s=30)  # its lease ran out and another node took it
+        return result
+
+    monkeypatch.setattr(containers, "run_code", paused_past_the_lease)
+    execute(container, "open('lost.txt', 'w').write('2')")
+    assert set(ContainerFile.objects.filter(container=container).values_list("path", flat=True)) == {"kept.txt"}
+    assert Container.objects.get(pk=container.pk).files_version == version
 
 
 # --- expiry -------------------------------------------------------------------------------
@@ -169,9 +181,9 @@ def test_idle_containers_expire_and_lose_their_files(alice, containers_dir):
 def test_a_container_busy_in_a_call_is_not_expired(alice):
     container = resolve_container(alice.pk, {"type": "auto"})
     Container.objects.filter(pk=container.pk).update(last_active_at=timezone.now() - timedelta(hours=1))
-    with open(Workspace.for_container(container.id).lock_path, "a") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        assert expire_idle_containers() == 0
+    held_by_another_node(container, for_s=30)
+    assert expire_idle_containers() == 0
+    Container.objects.filter(pk=container.pk).update(lock_owner="", lock_expires_at=None)  # the call ended
     assert tasks.expire_idle_containers() == 1
 
 
@@ -224,14 +236,16 @@ def test_a_containers_files_live_in_the_shared_storage_for_any_node_to_serve_and
     assert storages["files"].open(f"containers/{container.id}/out/a.txt").read() == b"from node one"
     assert storages["files"].open(f"containers/{container.id}/b.txt").read() == b"uploaded"
 
-    # Another node: no work dir at all. It serves the files, and a call there finds them;
-    # the interpreter's variables stayed on the first node.
+    assert storages["files"].exists(f"container-sessions/{container.id}/session.pkl")
+
+    # Another node: no work dir at all. It serves the files, and a call there finds them,
+    # and the interpreter's variables too.
     Workspace.for_container(container.id).remove()
     [written] = ContainerFile.objects.filter(container=container, path="out/a.txt")
     _, content = open_file(alice.pk, container.id, written.id)
     assert content.read() == b"from node one"
-    result = execute(container, "print(open('out/a.txt').read(), open('b.txt').read())\nprint('x' in dir())")
-    assert result.logs.split("\n")[:2] == ["from node one uploaded", "False"]
+    result = execute(container, "print(open('out/a.txt').read(), open('b.txt').read())\nprint(x + 1)")
+    assert result.logs.split("\n")[:2] == ["from node one uploaded", "42"]
 
     # A node whose copy is older drops what was deleted since.
     workspace = Workspace.for_container(container.id)
@@ -241,3 +255,15 @@ def test_a_containers_files_live_in_the_shared_storage_for_any_node_to_serve_and
     assert not storages["files"].exists(f"containers/{container.id}/b.txt")
     result = execute(container, "import os\nprint(sorted(os.listdir('.')))")
     assert result.logs.strip() == "['out']"
+
+
+def test_the_variables_follow_the_container_from_node_to_node(alice, settings, tmp_path):
+    settings.STORAGES = {**settings.STORAGES, "files": {**settings.STORAGES["files"],
+                                                         "OPTIONS": {"location": str(tmp_path / "files")}}}
+    container = resolve_container(alice.pk, {"type": "auto"})
+    settings.CONTAINERS_DIR = tmp_path / "node-a"
+    execute(container, "x = 1")
+    settings.CONTAINERS_DIR = tmp_path / "node-b"  # node A is lost; B has never seen the container
+    execute(container, "x += 1")
+    settings.CONTAINERS_DIR = tmp_path / "node-a"  # A is back, its copy one version old
+    assert execute(container, "print(x)").logs.strip() == "2"

@@ -35,6 +35,10 @@ class Container(models.Model):
     # Bumped by every change of its files (tools_app/container_store.py): a node whose work
     # dir holds an older version fetches the files from the shared storage before a call.
     files_version = models.PositiveIntegerField(default=0)
+    # One code interpreter call at a time on every node: the lease of the call that runs
+    # (tools_app/container_lock.py).
+    lock_owner = models.CharField(max_length=128, blank=True)
+    lock_expires_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         indexes = [models.Index(fields=["status", "last_active_at"])]

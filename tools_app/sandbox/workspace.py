@@ -1,7 +1,8 @@
-"""Where a container lives on the host: its work dir, its saved session and its lock.
+"""Where a container lives on a node: its work dir and its saved session, a copy of what
+the shared storage holds (tools_app/container_store.py).
 
     CONTAINERS_DIR/<container id>/      root-owned, never visible in the sandbox
-        lock                            serialises calls (fcntl), taken by the worker
+        synced_version                  the version of the container this copy holds
         data/                           bound at /mnt/data: the files the model works on
         session/                        bound at /mnt/session: the pickled namespace
 """
@@ -51,10 +52,6 @@ class Workspace:
     @property
     def session_dir(self) -> Path:
         return self.root / "session"
-
-    @property
-    def lock_path(self) -> Path:
-        return self.root / "lock"
 
     def create(self) -> None:
         """Make the dirs (idempotent); the sandbox's uid owns exactly data/ and session/."""
