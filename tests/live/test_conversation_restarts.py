@@ -20,7 +20,7 @@ def items_of(client: openai.OpenAI, conversation_id: str) -> list[dict[str, Any]
 
 def test_a_worker_lost_mid_turn_frees_the_conversation_and_it_works_after_restarts(alice, stack):
     conversation = alice.conversations.create()
-    alice.responses.create(model="echo", input="before", conversation=conversation.id)
+    before = alice.responses.create(model="echo", input="before", conversation=conversation.id)
     running = alice.responses.create(model="echo", input="lost " * 100, conversation=conversation.id,
                                      background=True, metadata=SLOW)
     wait_until(lambda: alice.responses.retrieve(running.id).output)
@@ -29,11 +29,13 @@ def test_a_worker_lost_mid_turn_frees_the_conversation_and_it_works_after_restar
         stack.kill("web", signal.SIGKILL)
         stack.start("web")
         stack.start("worker")
-        # The reaper ends the turn it lost (it had streamed output, so it fails): the
-        # conversation keeps only the turns that happened, and takes the next one.
-        assert wait_for_status(alice, running.id, {"failed"}).error.code == "server_error"
+        # The reaper re-queues the turn it lost and the new worker continues it (it had
+        # streamed output): the conversation gets the whole turn, and takes the next one.
+        continued = wait_for_status(alice, running.id, {"completed"})
     finally:
         stack.ensure_running()
-    assert len(items_of(alice, conversation.id)) == 3
+    assert continued.output_text == alice.responses.create(model="echo", input="lost " * 100).output_text
+    turns = len(items_of(alice, conversation.id))
+    assert turns == 1 + len(before.output) + 1 + len(continued.output)
     after = alice.responses.create(model="echo", input="after", conversation=conversation.id)
-    assert after.status == "completed" and len(items_of(alice, conversation.id)) == 6
+    assert after.status == "completed" and len(items_of(alice, conversation.id)) == turns + 1 + len(after.output)
