@@ -1,11 +1,12 @@
-"""Run the fault suite's trials many times and print a table (the README shows one run).
+"""Run the fault suite's trials many times and print a table (docs/faults.md shows one run).
 
     .venv/bin/python scripts/fault_trials.py [--trials 20] [--postgres-trials 5] [--fault NAME ...]
 
 It starts its own PostgreSQL, Redis and stack under .run/fault-trials (tests/faults/harness.py)
 and stops them at the end. Each trial sends 12 background echo responses (4 followed as SSE
 streams) to a worker with 8 task threads, injects the fault, and checks that every
-response ends (completed, or failed with an error), every stream ends, stored sequence
+response ends (completed, or failed with an error; every one completes after a worker
+SIGKILL), every stream ends, stored sequence
 numbers are dense and what the streams delivered equals the stored events.
 """
 
