@@ -45,6 +45,7 @@ FAULT_ENV = {
     "RESPONSE_UNCLAIMED_FAIL_AFTER_S": "30",
     "DATABASE_CONNECT_TIMEOUT_S": "2",
     "ECHO_TOKEN_DELAY_MS": "0",
+    "CONTAINER_LOCK_TTL_S": "5",
 }
 # Echo answers this with about 150 tokens; at TOKEN_DELAY_MS a response runs for ~2 s.
 INPUT = ("Tell me, in order, about the harbour at dawn: the boats, the gulls, the nets, the fog over "

@@ -46,6 +46,31 @@ def test_a_containers_files_and_variables_are_on_the_other_node_after_its_node_d
     assert answer.status == "completed" and answer.output_text.strip() == "42 written on node A"
 
 
+def test_a_node_killed_during_a_code_call_the_response_and_the_container_go_on_on_the_other(two_nodes):
+    from responses_app.worker.tool_calls import INTERRUPTED
+
+    two_nodes.kill("worker2")
+    two_nodes.up(("web", "worker", "beat"))  # node A alone
+    client = two_nodes.client()
+    container = client.containers.create(name="interrupted").id
+    code_response(two_nodes, container, "x = 1")
+    stream = client.responses.create(
+        model="echo", tools=[{"type": "code_interpreter", "container": container}], background=True, stream=True,
+        include=["code_interpreter_call.outputs"],
+        input=script(python_call("import time\nx = 2\ntime.sleep(5)"), final("{tool_output}")))
+    for event in stream:
+        if event.type == "response.code_interpreter_call.interpreting":
+            two_nodes.up(("worker2",))
+            two_nodes.kill("worker")  # node A is lost with the call running on it
+    response = client.responses.retrieve(event.response.id)
+    [call] = [item for item in response.output if item.type == "code_interpreter_call"]
+    assert (call.status, call.outputs[0].logs) == ("failed", INTERRUPTED)
+    assert response.status == "completed" and response.output_text == INTERRUPTED
+    # Node B takes the container over once A's lease has run out; what the lost call did
+    # was never kept.
+    assert code_response(two_nodes, container, "print(x)").output_text.strip() == "1"
+
+
 def test_two_calls_of_one_container_on_two_nodes_never_overlap(two_nodes):
     two_nodes.up(("web", "worker", "worker2", "beat"))
     client = two_nodes.client()

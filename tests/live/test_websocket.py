@@ -509,3 +509,19 @@ def test_a_compaction_trigger_over_the_socket_compacts_the_held_store_false_resp
         continued = read_until(connection, ended())
     assert continued[-1]["type"] == "response.completed"
     assert continued[-1]["response"]["output"][-1]["content"][0]["text"] == "You said: And?"
+
+
+def test_a_response_whose_worker_is_killed_goes_on_over_the_same_socket(alice: openai.OpenAI, stack):
+    script = reasoning_and_answer("Thinking it over slowly.",
+                                  "An answer long enough to be cut by the loss of its worker, token by token.")
+    expected = alice.responses.create(model="echo", input=script).output_text
+    with alice.responses.connect() as connection:
+        connection.response.create(model="echo", input=script, metadata={"echo_token_delay_ms": "100"})
+        events = read_until(connection, lambda events: events[-1]["type"] == "response.output_text.delta")
+        stack.kill("worker", signal.SIGKILL)
+        stack.start("worker")  # its reaper re-queues the response, and the new worker continues it
+        events += read_until(connection, ended())
+    assert events[-1]["type"] == "response.completed"
+    assert events[-1]["response"]["output"][-1]["content"][0]["text"] == expected
+    assert_dense(events)
+    assert events == sse_replay(alice, events[0]["response"]["id"])
