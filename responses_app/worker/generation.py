@@ -41,6 +41,7 @@ from responses_app.harmony.prompt import (
     tool_result_tokens,
 )
 from responses_app.harmony.tool_search import search_tool
+from responses_app.lib.db_outage import read_on_a_live_connection
 from responses_app.lib.ids import new_id
 from responses_app.models import Response, ResponseStatus
 from responses_app.stream.builder import MESSAGE_ITEM_TYPES, EventBuilder
@@ -81,7 +82,7 @@ async def generate(
     (worker/continuation.py). Returns the terminal status and incomplete_details; raises
     ResponseFailure, CancelRequested or LeaseLost."""
     try:
-        history = await off_loop.database(response_history, response)
+        history = await off_loop.database(read_on_a_live_connection, response_history, response)
     except ChainBroken as error:
         raise ResponseFailure(str(error), code="invalid_prompt") from error
     await writer.flush()  # response.in_progress goes out before the first token
