@@ -74,14 +74,14 @@ $(STAMP): pyproject.toml $(LOCK) | $(VENV)/bin/python
 	touch $@
 
 # requirements.lock anew: the newest versions pyproject.toml allows, resolved in a venv of
-# their own (README, "Upgrading dependencies").
+# their own (docs/development.md, "Upgrading dependencies").
 lock:
 	rm -rf .run/lock-venv
 	$(PYTHON) -m venv .run/lock-venv
 	.run/lock-venv/bin/python -m pip install -q --upgrade pip
 	$(call install_project,.run/lock-venv,)
 	{ echo "# The versions make setup installs (pip install -c requirements.lock ...). Written by make lock,"
-	  echo "# a fresh resolution of pyproject.toml: see README, \"Upgrading dependencies\"."
+	  echo "# a fresh resolution of pyproject.toml: see docs/development.md, \"Upgrading dependencies\"."
 	  .run/lock-venv/bin/python -m pip freeze --exclude-editable; } > $(LOCK)
 	rm -rf .run/lock-venv
 	echo "lock: $(LOCK) written; make setup installs it"
@@ -187,6 +187,8 @@ test: setup
 	ruff check . 9>&- || failed="$$failed ruff"
 	echo "== mkdocs build --strict"
 	NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet 9>&- || failed="$$failed docs"
+	echo "== the examples of README.md and docs/"
+	python -m tests.docs.examples 9>&- || failed="$$failed docs-examples"
 	echo "== pytest on PostgreSQL ($$DATABASE_URL)"
 	run_pytest postgres -m "not crowded" -n $(TEST_WORKERS) --dist loadfile --junitxml=test-artifacts/junit-postgres.xml || failed="$$failed pytest-postgres"
 	echo "== pytest -m crowded on PostgreSQL, alone"

@@ -380,7 +380,7 @@ BATCH_COMPLETION_WINDOW_S = env_float("BATCH_COMPLETION_WINDOW_S", 86400.0)
 # The most batch responses queued or running at once per model, over all its batches (each
 # of n batches gets its 1/n share). A running batch response holds a worker thread and its
 # share of the worker's CPU: on the echo engine (CPU-bound) 4 passes as many requests/s as 16
-# with half the slowdown of interactive first events (bench/batch.py, README); on a GPU node,
+# with half the slowdown of interactive first events (bench/batch.py, docs/benchmarks.md); on a GPU node,
 # where a batch response waits on the GPU, raise it.
 BATCH_MAX_IN_FLIGHT = int(env_float("BATCH_MAX_IN_FLIGHT", 4))
 # A tenant's batch requests not yet ended, over all its batches (Tenant.max_queued_batch_requests
@@ -397,7 +397,7 @@ BATCH_REQUEST_MAX_ATTEMPTS = int(env_float("BATCH_REQUEST_MAX_ATTEMPTS", 3))
 # An input_file part is read whole to take its text: the largest file (bytes) it may name.
 INPUT_FILE_MAX_BYTES = int(env_float("INPUT_FILE_MAX_BYTES", 32 * 2**20))
 
-# --- Limits on what a client sends (README "Limits and abuse") ------------------------------
+# --- Limits on what a client sends (docs/operating.md, "Limits and abuse") ------------------------------
 # A JSON body (every endpoint but file uploads): at most this many bytes, nested at most
 # this deep; over either is a 413 or a 400 before anything is stored.
 JSON_BODY_MAX_BYTES = int(env_float("JSON_BODY_MAX_BYTES", 16 * 2**20))

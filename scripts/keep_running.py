@@ -7,7 +7,7 @@ wrapper an exit of the process says so, with its exit status and the last lines 
 printed, and the process is started again after a pause that doubles from 1 s up to 30 s
 (back to 1 s once a run lasted a minute). SIGTERM or SIGINT to the process group (honcho's
 stop, Ctrl-C) stops the process and ends the wrapper with it. Production runs each
-process under systemd or another supervisor that restarts (README, "Running in production").
+process under systemd or another supervisor that restarts (docs/faults.md, "Running in production").
 """
 
 from __future__ import annotations

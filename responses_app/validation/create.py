@@ -5,7 +5,7 @@ reported as a 400 naming the offending parameter. The body's structure is checke
 against the ``openai`` SDK's own request type (``CreateBody``: the SDK's params plus what
 today's clients send that it does not type); the code below checks only what a type
 cannot say (ranges, what this server runs) and builds what the Response row stores.
-The README's "Request fields" table says what each field does here.
+The "Request fields" table of docs/api.md says what each field does here.
 """
 
 from __future__ import annotations
@@ -546,7 +546,10 @@ def _input_message(item: dict, param: str) -> dict[str, Any]:
         parts = [_content_part(part, f"{param}.content[{index}]", part_type) for index, part in enumerate(content)]
     else:
         raise invalid_type(f"{param}.content", "a string or a non-empty array", content)
-    return _message_item(role, parts, _item_id(item, param, "msg"))
+    message = _message_item(role, parts, _item_id(item, param, "msg"))
+    if role == "assistant" and item.get("phase") is not None:
+        message["phase"] = item["phase"]  # the channel the model wrote it on (harmony/prompt.py)
+    return message
 
 
 def _content_part(part: Any, param: str, part_type: str) -> dict[str, Any]:

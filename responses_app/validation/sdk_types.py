@@ -94,9 +94,13 @@ def _lenient_message(message: dict) -> None:
     """The SDK types a message three ways (easy, input, output), each stricter than
     OpenAI's API: clients send an assistant message with an ``id`` and no ``status``
     (the AI SDK), or a user message read back from a conversation with its ``id``. Any
-    message may have an id; only its role and content are required."""
+    message may have an id and a phase; only its role and content are required."""
     fields = message["fields"]
     fields.setdefault("id", core_schema.typed_dict_field(core_schema.str_schema(), required=False))
+    # A message read back from a conversation and dumped carries the phase it has
+    # (null for a user's); the SDK types it on the easy and output forms only.
+    fields.setdefault("phase", core_schema.typed_dict_field(core_schema.nullable_schema(
+        core_schema.literal_schema(["commentary", "final_answer"])), required=False))
     for name, field in fields.items():
         if name not in ("role", "content"):
             field["required"] = False

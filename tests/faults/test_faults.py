@@ -2,7 +2,7 @@
 injected mid-run, and every response, stream and event checked afterwards (harness.py).
 
 Each fault runs FAULT_TRIALS trials here (2 unless set); scripts/fault_trials.py runs
-more and prints the table that the README shows.
+more and prints the table that docs/faults.md shows.
 """
 
 from __future__ import annotations

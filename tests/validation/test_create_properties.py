@@ -101,3 +101,17 @@ def test_nesting_past_the_limit_is_always_a_400(depth: int):
     with pytest.raises(InvalidRequest) as error:
         loads('{"input": ' + "[" * depth + "]" * depth + "}", max_depth=MAX_DEPTH)
     assert error.value.code == "nesting_too_deep"
+
+
+def test_messages_read_back_from_a_conversation_and_dumped_by_the_sdk_are_accepted_with_their_phase():
+    from responses_app.harmony.prompt import history_messages
+
+    user = {"id": "msg_a", "type": "message", "role": "user", "status": "completed", "phase": None,
+            "content": [{"type": "input_text", "text": "Hello", "prompt_cache_breakpoint": None}]}
+    preamble = {"id": "msg_b", "type": "message", "role": "assistant", "status": "completed", "phase": "commentary",
+                "content": [{"type": "output_text", "text": "Looking.", "annotations": [], "logprobs": []}]}
+    answer = {**preamble, "id": "msg_c", "phase": "final_answer"}
+    request = parse_create_request({"model": "echo", "input": [user, preamble, answer]})
+    # A preamble is written on the channel the model wrote it on, an answer on "final".
+    channels = [message.channel for message in history_messages(request.input_items)][1:]
+    assert channels == ["commentary", "final"]
