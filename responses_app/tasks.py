@@ -20,8 +20,7 @@ from responses_app.webhooks import delivery as webhook_delivery
 from responses_app.worker import run as worker
 
 
-@shared_task(name=RUN_RESPONSE_TASK, acks_late=False,
-             Request="responses_app.worker.delivery:ResponseTaskRequest")
+@shared_task(name=RUN_RESPONSE_TASK, acks_late=False)
 def run_response(response_id: str) -> None:
     worker.run_response(response_id)
 

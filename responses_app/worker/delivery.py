@@ -1,8 +1,9 @@
-"""How a worker takes a response's message from the broker.
+"""How a worker takes a task's message from the broker.
 
 The message is acknowledged when a task thread takes it (early ack; see settings): from
-then on the response's row, not the message, says what happens to it. Acknowledging is
-therefore best effort. After a broker restart the consumer has a new connection while a
+then on a response's row, not the message, says what happens to it, and the sweeps that
+beat sends are idempotent. Acknowledging is therefore best effort, for every task (the
+app's task class, project/celery.py). After a broker restart the consumer has a new connection while a
 task thread may still hold a message of the old one, whose channel is gone; kombu then
 raises from ``ack`` (even an AttributeError, not a connection error), and raised in the
 consumer that error stops the whole worker. The message is then either already lost
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import logging
 
+from celery import Task
 from celery.worker.request import Request
 
 log = logging.getLogger(__name__)
@@ -26,3 +28,10 @@ class ResponseTaskRequest(Request):
             self.acknowledged = True
             log.warning("task %s: its message could not be acknowledged (%s: %s); the database decides "
                         "whether it runs", self.id, type(error).__name__, error)
+
+
+class BestEffortAckTask(Task):
+    """Every task of the app: a sweep's ack that fails after a broker restart must not
+    stop the worker either (one did, in a Redis restart under a batch)."""
+
+    Request = ResponseTaskRequest

@@ -180,3 +180,12 @@ def test_a_message_whose_connection_is_gone_is_acknowledged_without_raising(
 
     assert request.acknowledged
     assert "could not be acknowledged (AttributeError" in caplog.text
+
+
+def test_every_task_acknowledges_its_message_best_effort():
+    # A beat sweep's failed ack stopped a worker in a Redis restart, as a response's once did.
+    from tools_app import tasks as tool_tasks
+
+    for task in (tasks.run_response, tasks.reap_expired_leases, tasks.advance_batches,
+                 tool_tasks.expire_idle_containers):
+        assert task.Request is ResponseTaskRequest, task.name
