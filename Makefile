@@ -186,7 +186,7 @@ test: setup
 	echo "== ruff check ."
 	ruff check . 9>&- || failed="$$failed ruff"
 	echo "== mkdocs build --strict"
-	NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet 9>&- || failed="$$failed docs"
+	(python scripts/api_reference.py && NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet) 9>&- || failed="$$failed docs"
 	echo "== the examples of README.md and docs/"
 	python -m tests.docs.examples 9>&- || failed="$$failed docs-examples"
 	echo "== pytest on PostgreSQL ($$DATABASE_URL)"
@@ -220,9 +220,11 @@ lint: setup
 
 # The documentation site: a broken link or a page left out of the nav fails the build.
 docs: setup
+	python scripts/api_reference.py
 	NO_MKDOCS_2_WARNING=1 mkdocs build --strict
 
 docs-serve: setup
+	python scripts/api_reference.py
 	NO_MKDOCS_2_WARNING=1 mkdocs serve --strict --dev-addr 127.0.0.1:8001
 
 # --- clean -------------------------------------------------------------------------------------
