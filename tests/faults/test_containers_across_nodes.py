@@ -57,11 +57,11 @@ def test_a_node_killed_during_a_code_call_the_response_and_the_container_go_on_o
     stream = client.responses.create(
         model="echo", tools=[{"type": "code_interpreter", "container": container}], background=True, stream=True,
         include=["code_interpreter_call.outputs"],
-        input=script(python_call("import time\nx = 2\ntime.sleep(5)"), final("{tool_output}")))
+        input=script(python_call("import time\nx = 2\ntime.sleep(20)"), final("{tool_output}")))
     for event in stream:
         if event.type == "response.code_interpreter_call.interpreting":
-            two_nodes.up(("worker2",))
             two_nodes.kill("worker")  # node A is lost with the call running on it
+            two_nodes.up(("worker2",))
     response = client.responses.retrieve(event.response.id)
     [call] = [item for item in response.output if item.type == "code_interpreter_call"]
     assert (call.status, call.outputs[0].logs) == ("failed", INTERRUPTED)
