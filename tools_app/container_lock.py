@@ -43,9 +43,6 @@ class ContainerLease:
     container_id: str
     owner: str
 
-    def holds(self) -> bool:
-        return Container.objects.filter(pk=self.container_id, lock_owner=self.owner).exists()
-
 
 @contextmanager
 def container_lease(container_id: str, wait: bool = True) -> Iterator[ContainerLease | None]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Iterable
+from pathlib import Path
 
 from django.core.files import File
 from django.core.files.storage import Storage, storages
@@ -44,14 +45,19 @@ def storage_name(container_id: str, path: str) -> str:
 def store_files(container_id: str, workspace: Workspace, paths: Iterable[str]) -> None:
     """Copy these files of the work dir to the storage (a file gone meanwhile is skipped)."""
     for path in paths:
-        try:
-            fd = open_beneath(workspace.data_dir, path)
-        except FileNotFoundError:
-            continue
-        with os.fdopen(fd, "rb") as content:
-            name = storage_name(container_id, path)
-            storage().delete(name)  # the file system storage would save beside it, not over it
-            storage().save(name, File(content))
+        _store(workspace.data_dir, path, storage_name(container_id, path))
+
+
+def _store(folder: Path, path: str, name: str) -> bool:
+    """Copy ``path`` under ``folder`` to the storage as ``name``; False when it is not there."""
+    try:
+        fd = open_beneath(folder, path)
+    except FileNotFoundError:
+        return False
+    with os.fdopen(fd, "rb") as content:
+        storage().delete(name)  # the file system storage would save beside it, not over it
+        storage().save(name, File(content))
+    return True
 
 
 def session_name(container_id: str) -> str:
@@ -60,14 +66,8 @@ def session_name(container_id: str) -> str:
 
 def store_session(container_id: str, workspace: Workspace) -> None:
     """After a call: the session it saved is the container's (none: the stored one goes)."""
-    name = session_name(container_id)
-    storage().delete(name)
-    try:
-        fd = open_beneath(workspace.session_dir, SESSION_FILE)
-    except FileNotFoundError:
-        return
-    with os.fdopen(fd, "rb") as content:
-        storage().save(name, File(content))
+    if not _store(workspace.session_dir, SESSION_FILE, session_name(container_id)):
+        delete_session(container_id)
 
 
 def delete_session(container_id: str) -> None:

@@ -94,13 +94,12 @@ def delta_event(event_type: str, sequence_number: int, item_id: str, output_inde
 
 
 class EventBuilder:
-    def __init__(self, response: Response, next_sequence_number: int, output: list[dict[str, Any]] | None = None,
-                 resumed: ResumePoint | None = None):
-        """``output``: the items an earlier writer (a lost worker) committed; ``resumed``:
-        where its stream stopped (stream/resume.py), an item it left open stays open."""
+    def __init__(self, response: Response, next_sequence_number: int, resumed: ResumePoint | None = None):
+        """``resumed``: where an earlier writer's stream (a lost worker's) stopped
+        (stream/resume.py): its items go on, and an item it left open stays open."""
         self.response = response
         self.next_sequence_number = next_sequence_number
-        self.output: list[dict[str, Any]] = list(resumed.output if resumed is not None else output or [])
+        self.output: list[dict[str, Any]] = list(resumed.output) if resumed is not None else []
         self._open_index: int | None = resumed.open_index if resumed is not None else None
         self._pending_events: list[dict[str, Any]] = []
         self._dirty_items: set[int] = set()

@@ -26,16 +26,17 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from responses_app.harmony.client_tools import BY_CALL_TYPE
 from responses_app.models import ResponseStatus
 from responses_app.stream.resume import ResumePoint
+from responses_app.worker.tool_calls import SERVER_CALL_TYPES
 
 Action = Literal["reopen", "rerun", "interrupt", "summarize"]
 
 # Items after which the response waits for the client: it ended with them.
-CLIENT_TURN_TYPES = frozenset({"function_call", "custom_tool_call", "shell_call", "local_shell_call",
-                               "apply_patch_call", "mcp_approval_request"})
+CLIENT_TURN_TYPES = frozenset({"function_call", "custom_tool_call", "mcp_approval_request", *BY_CALL_TYPE})
 # Items that show the model has called a tool (a forced tool_choice is then honoured).
-CALL_TYPES = CLIENT_TURN_TYPES | {"code_interpreter_call", "web_search_call", "mcp_call", "tool_search_call"}
+CALL_TYPES = CLIENT_TURN_TYPES | SERVER_CALL_TYPES | {"tool_search_call"}
 
 
 def open_item_action(point: ResumePoint, read_only: bool) -> Action:

@@ -18,6 +18,7 @@ from pydantic import TypeAdapter
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
 from responses_app.models import Response, Tenant
 from responses_app.stream.builder import EventBuilder, build_event, delta_event
+from responses_app.stream.resume import ResumePoint
 from responses_app.stream.sse import event_json
 
 pytestmark = pytest.mark.core
@@ -324,7 +325,7 @@ def test_a_tool_call_message_has_no_output_item():
 def test_output_passed_in_is_continued_at_the_next_output_index():
     earlier = {"id": "rs_earlier", "type": "reasoning", "summary": [],
                "content": [{"type": "reasoning_text", "text": "x"}], "status": "completed"}
-    builder = EventBuilder(unsaved_response(), next_sequence_number=10, output=[earlier])
+    builder = EventBuilder(unsaved_response(), next_sequence_number=10, resumed=ResumePoint([earlier]))
     for step in MESSAGE:
         builder.apply(step)
     events, items = builder.drain()
