@@ -5,6 +5,7 @@
 # make lock   requirements.lock anew from the newest versions pyproject.toml allows
 # make lint   ruff check .
 # make docs   the documentation site (docs/, mkdocs.yml) into .run/site, --strict; make docs-serve on :8001
+# make screenshots  the console's pictures in docs/images/, taken anew by its browser tests
 # make clean  caches, test services and their data (keeps .venv, the demo database and key)
 # make distclean  also .venv, .run (demo database, demo key) and .cache
 
@@ -29,7 +30,7 @@ VOCAB := $(HARMONY_VOCAB_DIR)/o200k_base.tiktoken
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT := $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get
 
-.PHONY: help setup lock system-packages browser clients run test test-fast lint docs docs-serve clean distclean
+.PHONY: help setup lock system-packages browser clients run test test-fast screenshots lint docs docs-serve clean distclean
 
 help:
 	@sed -n 's/^# \(make .*\)/\1/p' $(firstword $(MAKEFILE_LIST))
@@ -186,7 +187,7 @@ test: setup
 	echo "== ruff check ."
 	ruff check . 9>&- || failed="$$failed ruff"
 	echo "== mkdocs build --strict"
-	(python scripts/api_reference.py && NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet) 9>&- || failed="$$failed docs"
+	(python scripts/api_reference.py && python scripts/settings_reference.py && NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet) 9>&- || failed="$$failed docs"
 	echo "== the examples of README.md and docs/"
 	python -m tests.docs.examples 9>&- || failed="$$failed docs-examples"
 	echo "== pytest on PostgreSQL ($$DATABASE_URL)"
@@ -215,16 +216,29 @@ test-fast: setup
 	ruff check .
 	pytest -m "not live" -n auto -p no:cacheprovider
 
+# The console's pictures of docs/operating.md (docs/images/admin-*.png), written by the browser
+# tests of tests/admin/test_browser.py (SCREENSHOTS_DIR) on services of their own.
+screenshots: setup browser
+	@export TEST_SERVICES_DIR=.run/screenshots
+	trap 'bash scripts/test-services.sh stop; rm -rf .run/screenshots' EXIT
+	trap 'exit 130' INT TERM
+	bash scripts/test-services.sh start
+	eval "$$(bash scripts/test-services.sh env)"
+	SCREENSHOTS_DIR=$(CURDIR)/docs/images pytest tests/admin/test_browser.py -p no:cacheprovider
+	ls -l docs/images/admin-*.png
+
 lint: setup
 	ruff check .
 
 # The documentation site: a broken link or a page left out of the nav fails the build.
 docs: setup
 	python scripts/api_reference.py
+	python scripts/settings_reference.py
 	NO_MKDOCS_2_WARNING=1 mkdocs build --strict
 
 docs-serve: setup
 	python scripts/api_reference.py
+	python scripts/settings_reference.py
 	NO_MKDOCS_2_WARNING=1 mkdocs serve --strict --dev-addr 127.0.0.1:8001
 
 # --- clean -------------------------------------------------------------------------------------

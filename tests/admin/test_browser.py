@@ -2,11 +2,13 @@
 against the live stack: Daphne serves the admin and its event stream, the Celery
 worker runs the responses, and the page follows them without a reload.
 
-Screenshots of the list and of a response's page are written to test-artifacts/.
+Screenshots of the list, of a response's page and of a new key are written to test-artifacts/,
+or to SCREENSHOTS_DIR when it is set: ``make screenshots`` sets it to docs/images/.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,7 +28,8 @@ CHROMIUM = "/usr/bin/chromium"
 # fetches (updates, sync, QUIC probes) that would try the closed network.
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-ARTIFACTS = ROOT / "test-artifacts"
+# Where the screenshots go: docs/images/ under `make screenshots` (the pictures of docs/operating.md).
+ARTIFACTS = Path(os.environ.get("SCREENSHOTS_DIR") or ROOT / "test-artifacts")
 # Long enough to watch: the echo engine quotes it back, one token per 40 ms.
 SLOW_INPUT = " ".join(f"Line {n}: the operator console follows this response as it streams." for n in range(12))
 

@@ -1,7 +1,9 @@
-"""The code examples of README.md and docs/: every ``python`` and ``sh`` block, found by its
-file and line. A block that cannot run against the test stack (a GPU node's command, one
-that needs a model that decides to call a tool) says so on the line before it, with its
-reason, as an HTML comment that neither GitHub nor the site shows:
+"""The code examples of README.md and docs/: every ``python``, ``sh`` and ``js`` (or
+``javascript``) block, found by its file and line. The pages are the ``*.md`` files of docs/
+itself, not of its subfolders: a page of examples stays flat in docs/. A block that cannot
+run against the test stack (a GPU node's command, one that needs a model that decides to
+call a tool) says so on the line before it, with its reason, as an HTML comment that
+neither GitHub nor the site shows:
 
     <!-- not run: the reason -->
 
@@ -15,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-LANGUAGES = ("python", "sh")
+LANGUAGES = ("python", "sh", "js", "javascript")
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.S | re.M)
 NOT_RUN = re.compile(r"<!--\s*not run:\s*(.+?)\s*-->\s*$")
 

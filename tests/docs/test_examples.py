@@ -5,7 +5,12 @@ printed by ``python -m tests.docs.examples`` (make test shows it).
 
 An example is changed only where the reader's setup differs from the test's: the stack's
 port for 8000, a real key for ``sk-...``, ``echo`` for the gpt-oss model it names. A page's
-fragments (no client of their own) get the client that Getting started makes.
+Python fragments (no client of their own) get the client that Getting started makes; a
+JavaScript example is whole, an ES module run by the Node 22 of tests/clients with the npm
+packages pinned there (``make clients`` installs both), as the reader runs it in a project
+that has them: it is written to the reader's folder beside a ``node_modules`` link to
+tests/clients/node_modules, since ES modules resolve ``import ... from "openai"`` from the
+file's folder up, whatever NODE_PATH says.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.clients.test_node_clients import CLIENTS, NODE
 from tests.docs.examples import Example, examples
 from tests.live.stack import LiveStack
 
@@ -27,6 +33,7 @@ client = OpenAI(base_url="http://127.0.0.1:8000/v1", api_key="sk-...")
 """
 RUN = [example for example in examples() if example.not_run is None]
 NOT_RUN = [example for example in examples() if example.not_run is not None]
+JAVASCRIPT = ("js", "javascript")
 
 
 def as_run_here(example: Example, stack: LiveStack, key: str) -> str:
@@ -48,11 +55,28 @@ def reader_folder(tmp_path: Path, alice_key: str) -> Path:
     return tmp_path
 
 
+def node_command(code: str, folder: Path, *options: str) -> list[str]:
+    """Node 22 on the example, saved as an ES module in ``folder``, which sees the npm packages
+    of tests/clients as a project of the reader's sees its own."""
+    assert NODE.exists(), "Node 22 is not installed here: run `make clients` (make test does)"
+    (folder / "node_modules").symlink_to(CLIENTS / "node_modules", target_is_directory=True)
+    (folder / "example.mjs").write_text(code)
+    return [str(NODE), *options, "example.mjs"]
+
+
+def command_for(example: Example, code: str, folder: Path) -> list[str]:
+    if example.language == "python":
+        return [sys.executable, "-c", code]
+    if example.language in JAVASCRIPT:
+        return node_command(code, folder)
+    return ["bash", "-euo", "pipefail", "-c", code]
+
+
 @pytest.mark.parametrize("example", RUN, ids=[example.name for example in RUN])
 def test_the_example_runs_against_the_server(example: Example, stack: LiveStack, alice_key: str,
                                              reader_folder: Path):
     code = as_run_here(example, stack, alice_key)
-    command = [sys.executable, "-c", code] if example.language == "python" else ["bash", "-euo", "pipefail", "-c", code]
+    command = command_for(example, code, reader_folder)
     done = subprocess.run(command, cwd=reader_folder, capture_output=True, text=True, timeout=180, check=False)
     assert done.returncode == 0, f"{example.name} failed:\n{done.stdout}\n{done.stderr}"
 
@@ -61,6 +85,10 @@ def test_the_example_runs_against_the_server(example: Example, stack: LiveStack,
 def test_an_example_that_is_not_run_still_parses(example: Example, tmp_path: Path):
     if example.language == "python":
         compile(example.code, example.name, "exec")
+    elif example.language in JAVASCRIPT:
+        done = subprocess.run(node_command(example.code, tmp_path, "--check"), cwd=tmp_path, capture_output=True,
+                              text=True, check=False)
+        assert done.returncode == 0, f"{example.name}: {done.stderr}"
     else:
         done = subprocess.run(["bash", "-n", "-c", example.code], capture_output=True, text=True, check=False)
         assert done.returncode == 0, f"{example.name}: {done.stderr}"
