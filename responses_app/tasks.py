@@ -16,6 +16,7 @@ from responses_app.services import recovery, redelivery
 from responses_app.stream import event_log
 from responses_app.stream.pack_requests import PACK_TASK
 from responses_app.tenancy import retention
+from responses_app.vector_stores import ingest
 from responses_app.webhooks import delivery as webhook_delivery
 from responses_app.worker import run as worker
 
@@ -63,6 +64,16 @@ def purge_expired_responses() -> int:
 @shared_task(name="responses_app.tasks.purge_expired_files")
 def purge_expired_files() -> int:
     return file_store.purge_expired()
+
+
+@shared_task(name="responses_app.tasks.ingest_vector_store_file")
+def ingest_vector_store_file(store_file_id: int) -> None:
+    ingest.ingest(store_file_id)
+
+
+@shared_task(name="responses_app.tasks.sweep_stalled_ingestions")
+def sweep_stalled_ingestions() -> int:
+    return ingest.sweep_stalled()
 
 
 @shared_task(name="responses_app.tasks.dispatch_deferred")

@@ -130,6 +130,7 @@ VALID_CREATES: dict[str, dict[str, Any]] = {
     "POST /v1/scheduled_responses": {"name": "stateful", "schedule": {"every_seconds": 3600},
                                      "request": {"model": "echo", "input": "Hi"}},
     "POST /v1/prompts": {"instructions": "Greet {{name}}."},
+    "POST /v1/vector_stores": {"name": "stateful"},
 }
 
 

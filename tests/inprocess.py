@@ -95,6 +95,11 @@ class InlineWorker:
         step = runner.validate_batch if task == VALIDATE_BATCH_TASK else runner.advance_batch
         self._pending.append(self._threads.submit(self._in_thread, step, batch_id))
 
+    def send_ingest_task(self, store_file_id: int) -> None:
+        from responses_app.vector_stores import ingest
+
+        self._pending.append(self._threads.submit(self._in_thread, ingest.ingest, store_file_id))
+
     @classmethod
     def _run(cls, response_id: str) -> None:
         from responses_app.worker.run import run_response

@@ -3,10 +3,9 @@ is its text, taken once when the request arrives."""
 
 from __future__ import annotations
 
-import io
 from pathlib import PurePosixPath
 
-from pypdf import PdfReader
+import pypdfium2
 
 
 class UnreadableFile(ValueError):
@@ -28,12 +27,27 @@ def file_text(filename: str, data: bytes) -> str:
 
 
 def _pdf_text(data: bytes) -> str:
+    # PDFium (Chromium's reader) opens what browsers open: a file with a broken or missing
+    # cross-reference table, which stricter parsers refuse.
     try:
-        reader = PdfReader(io.BytesIO(data))
-        encrypted = reader.is_encrypted
-        pages = [] if encrypted else [page.extract_text() or "" for page in reader.pages]
-    except Exception as error:  # noqa: BLE001 - pypdf raises many types on a malformed file
-        raise UnreadableFile(f"The PDF cannot be read: {error}.") from None
-    if encrypted:
-        raise UnreadableFile("The PDF is encrypted.")
+        document = pypdfium2.PdfDocument(data)
+    except pypdfium2.PdfiumError as error:
+        reason = "it is encrypted" if "password" in str(error).lower() else str(error).rstrip(".")
+        raise UnreadableFile(f"The PDF cannot be read: {reason}.") from None
+    try:
+        pages = [_page_text(document, number) for number in range(len(document))]
+    finally:
+        document.close()
     return "\n\n".join(text.strip() for text in pages if text.strip())
+
+
+def _page_text(document: pypdfium2.PdfDocument, number: int) -> str:
+    page = document[number]
+    try:
+        text_page = page.get_textpage()
+        try:
+            return text_page.get_text_bounded().replace("\r\n", "\n")
+        finally:
+            text_page.close()
+    finally:
+        page.close()

@@ -84,7 +84,9 @@ def max_token_id() -> int:
 
 
 @cache
-def _ordinary_tokens():  # noqa: ANN202  (toktok's encoding)
+def ordinary_tokens():  # noqa: ANN202  (toktok's encoding)
+    """o200k_base without harmony's special tokens (toktok: fast, with byte offsets): what
+    counts and cuts plain text."""
     import toktok
 
     return toktok._encoding("o200k_base")
@@ -94,7 +96,7 @@ def token_bytes(token_id: int) -> bytes:
     """The bytes of one token (a logprob's ``bytes``): harmony decodes only whole UTF-8, and
     a token may hold part of a character."""
     try:
-        return _ordinary_tokens().decode_single_token_bytes(token_id)
+        return ordinary_tokens().decode_single_token_bytes(token_id)
     except Exception:  # noqa: BLE001  (harmony's own special tokens are not in o200k_base)
         try:
             return get_encoding().decode([token_id]).encode()

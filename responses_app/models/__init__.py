@@ -1,5 +1,5 @@
 """The models, by what they persist: responses and their streams, conversations, webhooks,
-schedules, files, batches, prompts."""
+schedules, files, batches, prompts, vector stores."""
 
 from responses_app.models.batches import (
     BATCH_REQUEST_ENDS,
@@ -35,6 +35,14 @@ from responses_app.models.responses import (
 )
 from responses_app.models.schedules import RunStatus, ScheduledResponse, ScheduledRun
 from responses_app.models.steering import ResponseSteer, SteerState
+from responses_app.models.vector_stores import (
+    VectorStore,
+    VectorStoreChunk,
+    VectorStoreFile,
+    VectorStoreFileBatch,
+    VectorStoreFileStatus,
+    VectorStoreTerm,
+)
 from responses_app.models.webhooks import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = [
@@ -45,5 +53,6 @@ __all__ = [
     "FilePurpose", "StoredFile", "UPLOAD_PURPOSES", "PromptVersion",
     "InputItem", "OutputItem", "Response", "ResponseEvent", "ResponseStatus", "ResponseSteer", "RunStatus",
     "ScheduledResponse", "ScheduledRun", "SteerState", "Tenant", "TenantDailyUsage", "WebhookAttempt",
-    "WebhookDelivery", "WebhookEndpoint", "new_response_id",
+    "VectorStore", "VectorStoreChunk", "VectorStoreFile", "VectorStoreFileBatch", "VectorStoreFileStatus",
+    "VectorStoreTerm", "WebhookDelivery", "WebhookEndpoint", "new_response_id",
 ]

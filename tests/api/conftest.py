@@ -9,6 +9,7 @@ import pytest
 
 from responses_app.batches import store as batch_store
 from responses_app.dispatch import batch_slots, task_queue
+from responses_app.vector_stores import ingest
 from tests.inprocess import InlineWorker, InProcessApp
 from tests.live.stack import STACK_ENV, model_registry
 
@@ -39,5 +40,7 @@ def stack(app: InProcessApp, monkeypatch: pytest.MonkeyPatch, settings, tmp_path
     monkeypatch.setattr(task_queue, "send", worker.send)
     for module in (batch_slots, batch_store):
         monkeypatch.setattr(module, "send_batch_task", worker.send_batch_task)
+    monkeypatch.setattr(ingest, "send_ingest_task", worker.send_ingest_task)
+    app.worker = worker
     yield app
     worker.close()

@@ -81,11 +81,27 @@ CONTAINER_OPERATIONS = {
     ("DELETE", "/v1/containers/{container_id}/files/{file_id}"),
     ("GET", "/v1/containers/{container_id}/files/{file_id}/content"),
 }
+VECTOR_STORE_OPERATIONS = {
+    ("POST", "/v1/vector_stores"), ("GET", "/v1/vector_stores"), ("GET", "/v1/vector_stores/{vector_store_id}"),
+    ("POST", "/v1/vector_stores/{vector_store_id}"), ("DELETE", "/v1/vector_stores/{vector_store_id}"),
+    ("POST", "/v1/vector_stores/{vector_store_id}/search"), ("POST", "/v1/vector_stores/{vector_store_id}/files"),
+    ("GET", "/v1/vector_stores/{vector_store_id}/files"),
+    ("GET", "/v1/vector_stores/{vector_store_id}/files/{file_id}"),
+    ("POST", "/v1/vector_stores/{vector_store_id}/files/{file_id}"),
+    ("DELETE", "/v1/vector_stores/{vector_store_id}/files/{file_id}"),
+    ("GET", "/v1/vector_stores/{vector_store_id}/files/{file_id}/content"),
+    ("POST", "/v1/vector_stores/{vector_store_id}/file_batches"),
+    ("GET", "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}"),
+    ("POST", "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/cancel"),
+    ("GET", "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/files"),
+}
 # Creates whose generated bodies (from the SDK's whole item and tool unions) this server
 # mostly refuses: the document's own examples are sent as well.
 WITH_EXAMPLES = {"POST /v1/responses", "POST /v1/responses/compact", "POST /v1/responses/input_tokens",
                  "POST /v1/conversations", "POST /v1/conversations/{conversation_id}/items", "POST /v1/containers",
-                 "POST /v1/prompts", "POST /v1/prompts/{prompt_id}"}
+                 "POST /v1/prompts", "POST /v1/prompts/{prompt_id}", "POST /v1/vector_stores/{vector_store_id}/files",
+                 "POST /v1/vector_stores/{vector_store_id}/files/{file_id}",
+                 "POST /v1/vector_stores/{vector_store_id}/file_batches"}
 
 
 def test_the_document_lists_every_operation_with_its_error_shape(stack: LiveStack):
@@ -97,7 +113,7 @@ def test_the_document_lists_every_operation_with_its_error_shape(stack: LiveStac
         ("POST", "/v1/responses/input_tokens"), ("POST", "/v1/responses/compact"),
         ("GET", "/v1/models"), ("GET", "/v1/models/{model_id}"),
         *WEBHOOK_OPERATIONS, *SCHEDULE_OPERATIONS, *CONVERSATION_OPERATIONS, *CONTAINER_OPERATIONS,
-        *FILE_OPERATIONS, *BATCH_OPERATIONS, *PROMPT_OPERATIONS,
+        *FILE_OPERATIONS, *BATCH_OPERATIONS, *PROMPT_OPERATIONS, *VECTOR_STORE_OPERATIONS,
     }
     create = document["paths"]["/v1/responses"]["post"]
     assert set(create["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
@@ -114,7 +130,7 @@ OPERATIONS = [
     "POST /v1/responses/input_tokens", "POST /v1/responses/compact", "GET /v1/models", "GET /v1/models/{model_id}",
     *sorted(f"{method} {path}" for method, path in
             WEBHOOK_OPERATIONS | SCHEDULE_OPERATIONS | CONVERSATION_OPERATIONS | CONTAINER_OPERATIONS
-            | FILE_OPERATIONS | PROMPT_OPERATIONS),
+            | FILE_OPERATIONS | PROMPT_OPERATIONS | VECTOR_STORE_OPERATIONS),
 ]
 
 
@@ -158,8 +174,10 @@ def strategy(operation: schemathesis.APIOperation, label: str, mode: GenerationM
     their 200s are checked too; invalid ones get whatever is generated."""
     if mode is GenerationMode.NEGATIVE:
         return operation.as_strategy(generation_mode=mode)
-    # A file_id is a container file's under /v1/containers, a Files API file's under /v1/files.
-    ids = {**ids, "file_id": ids["uploaded_file_id"]} if label.split()[1].startswith("/v1/files") else ids
+    # A file_id is a container file's under /v1/containers, a Files API file's under /v1/files
+    # and /v1/vector_stores.
+    path = label.split()[1]
+    ids = {**ids, "file_id": ids["uploaded_file_id"]} if path.startswith(("/v1/files", "/v1/vector_stores")) else ids
     known = {name: ids[name] for name in re.findall(r"{(\w+)}", label) if name in ids}
     cases = operation.as_strategy(generation_mode=mode, path_parameters=known or None)
     if label.startswith("POST /v1/webhook_endpoints"):
@@ -171,7 +189,23 @@ def strategy(operation: schemathesis.APIOperation, label: str, mode: GenerationM
     if label.startswith("POST /v1/responses"):
         cases = cases.map(with_a_served_model)
     examples = [example.map(with_path_parameters(known)) for example in operation.get_strategies_from_examples()]
+    if label.startswith("POST /v1/vector_stores/{vector_store_id}/f"):
+        return st.one_of(cases, *examples).map(with_a_known_file(ids["uploaded_file_id"]))
     return st.one_of(cases, *examples)
+
+
+def with_a_known_file(file_id: str) -> Any:
+    """A file added to a store is one of alice's (a generated id never is one)."""
+    def change(case: schemathesis.Case) -> schemathesis.Case:
+        if isinstance(case.body, dict):
+            if "file_id" in case.body:
+                case.body["file_id"] = file_id
+            if isinstance(case.body.get("file_ids"), list):
+                case.body["file_ids"] = [file_id]
+            if isinstance(case.body.get("files"), list):
+                case.body["files"] = [{"file_id": file_id}]
+        return case
+    return change
 
 
 def with_path_parameters(known: dict[str, str]) -> Any:
@@ -206,6 +240,9 @@ def test_every_operation_keeps_to_the_document(stack: LiveStack, alice, alice_ke
     ids["container_id"] = alice.containers.create(name="schemathesis").id
     ids["file_id"] = alice.containers.files.create(ids["container_id"], file=("a.txt", b"a")).id
     ids["uploaded_file_id"] = alice.files.create(file=("a.txt", b"a"), purpose="user_data").id
+    ids["vector_store_id"] = alice.vector_stores.create(name="schemathesis", file_ids=[ids["uploaded_file_id"]]).id
+    ids["batch_id"] = alice.vector_stores.file_batches.create(ids["vector_store_id"],
+                                                              file_ids=[ids["uploaded_file_id"]]).id
     ids["prompt_id"] = alice.post("/prompts", cast_to=httpx.Response,
                                   body={"instructions": "Hi {{name}}."}).json()["id"]
     headers = {"Authorization": f"Bearer {alice_key}"}

@@ -1,0 +1,106 @@
+"""Ingestion, a job on the Celery queue (settings.VECTOR_STORE_QUEUE, which GPU nodes do not
+consume, so that it never delays a response): a vector store file's text read, cut into
+chunks, analyzed, and indexed in the one transaction that marks it ``completed``.
+
+A worker killed midway leaves the file ``in_progress`` with nothing indexed; beat's sweep
+sends it again once it has shown no progress for VECTOR_STORE_INGEST_STALL_S, and fails it
+after VECTOR_STORE_INGEST_MAX_ATTEMPTS. A file cancelled or deleted meanwhile is left as it is."""
+
+from __future__ import annotations
+
+import logging
+import time
+from datetime import timedelta
+
+from celery import current_app
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from responses_app.files.store import open_content
+from responses_app.files.text import UnreadableFile, file_text
+from responses_app.models import VectorStoreFile, VectorStoreFileStatus
+from responses_app.vector_stores import indexing
+from responses_app.vector_stores.analysis import terms
+from responses_app.vector_stores.chunking import chunks
+
+log = logging.getLogger(__name__)
+INGEST_TASK = "responses_app.tasks.ingest_vector_store_file"
+HEARTBEAT_S = 5.0
+
+
+class IngestFailed(Exception):
+    """The file cannot be indexed: ``code`` as a vector store file's last_error says it."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def send_ingest_task(store_file_id: int) -> None:
+    """Ask a worker to ingest the file; if the broker is down, beat's sweep sends it later."""
+    try:
+        current_app.send_task(INGEST_TASK, args=[store_file_id], queue=settings.VECTOR_STORE_QUEUE)
+    except Exception:  # noqa: BLE001 - any broker failure; the sweep covers it
+        log.warning("vector store file %s: ingestion not sent; beat's sweep will send it", store_file_id)
+
+
+def ingest(store_file_id: int) -> None:
+    """Index the file, or fail it with the reason; nothing for a file no longer in progress."""
+    store_file = (VectorStoreFile.objects.select_related("file")
+                  .filter(pk=store_file_id, status=VectorStoreFileStatus.IN_PROGRESS).first())
+    if store_file is None:
+        return
+    try:
+        pieces = _analyzed_chunks(store_file)
+    except IngestFailed as failure:
+        _fail(store_file, failure.code, str(failure))
+        return
+    usage = sum(len(text.encode()) for text, _ in pieces)
+    with transaction.atomic():
+        # The flip first: a cancel or a second ingestion that got there before finds nothing
+        # to do, and this transaction writes no chunk.
+        if not VectorStoreFile.objects.filter(pk=store_file.pk, status=VectorStoreFileStatus.IN_PROGRESS).update(
+                status=VectorStoreFileStatus.COMPLETED, usage_bytes=usage, last_error=None):
+            return
+        indexing.add_chunks(store_file, pieces)
+
+
+def sweep_stalled() -> int:
+    """Send again each file that has shown no progress for VECTOR_STORE_INGEST_STALL_S; fail
+    the ones out of attempts. Returns how many it sent or failed."""
+    stalled = VectorStoreFile.objects.filter(status=VectorStoreFileStatus.IN_PROGRESS, ingest_sent_at__lt=(
+        timezone.now() - timedelta(seconds=settings.VECTOR_STORE_INGEST_STALL_S)))
+    handled = 0
+    for store_file in stalled.only("pk", "ingest_attempts", "ingest_sent_at")[:1000]:
+        if store_file.ingest_attempts >= settings.VECTOR_STORE_INGEST_MAX_ATTEMPTS:
+            _fail(store_file, "server_error", f"Ingestion stopped unexpectedly {store_file.ingest_attempts} times "
+                                              "(VECTOR_STORE_INGEST_MAX_ATTEMPTS).")
+        elif VectorStoreFile.objects.filter(pk=store_file.pk, ingest_sent_at=store_file.ingest_sent_at).update(
+                ingest_sent_at=timezone.now(), ingest_attempts=store_file.ingest_attempts + 1):
+            send_ingest_task(store_file.pk)
+        handled += 1
+    return handled
+
+
+def _analyzed_chunks(store_file: VectorStoreFile) -> list[tuple[str, list[str]]]:
+    with open_content(store_file.file) as content:
+        data = content.read()
+    try:
+        text = file_text(store_file.file.filename, data)
+    except UnreadableFile as error:
+        raise IngestFailed("unsupported_file", str(error)) from None
+    pieces, beat = [], time.monotonic()
+    for piece in chunks(text, store_file.max_chunk_size_tokens, store_file.chunk_overlap_tokens):
+        pieces.append((piece, terms(piece)))
+        if time.monotonic() - beat > HEARTBEAT_S:  # a long file is not a stalled one
+            VectorStoreFile.objects.filter(pk=store_file.pk).update(ingest_sent_at=timezone.now())
+            beat = time.monotonic()
+    if not any(chunk_terms for _, chunk_terms in pieces):
+        raise IngestFailed("invalid_file", f"'{store_file.file.filename}' has no words to index.")
+    return pieces
+
+
+def _fail(store_file: VectorStoreFile, code: str, message: str) -> None:
+    VectorStoreFile.objects.filter(pk=store_file.pk, status=VectorStoreFileStatus.IN_PROGRESS).update(
+        status=VectorStoreFileStatus.FAILED, last_error={"code": code, "message": message})
