@@ -138,6 +138,10 @@ def item_view(item: dict[str, Any]) -> dict[str, Any]:
                     reason=item.get("reason"))
     elif kind == "web_search_call":
         view.update(action=_web_search_action(item.get("action") or {}))
+    elif kind == "file_search_call":
+        view.update(queries=item.get("queries") or [], results=[
+            {"filename": result.get("filename", ""), "file_id": result.get("file_id", ""),
+             "score": result.get("score"), "text": result.get("text", "")} for result in item.get("results") or []])
     return view
 
 

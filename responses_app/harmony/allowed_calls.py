@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from responses_app.harmony import file_search
 from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.harmony.prompt import BROWSER_NAMESPACE, FUNCTIONS_NAMESPACE, PYTHON_RECIPIENT
 from responses_app.wire.tool_types import WEB_SEARCH_TYPES
@@ -46,6 +47,8 @@ class AllowedCalls:
                 self.recipients.add(PYTHON_RECIPIENT)
             elif kind in WEB_SEARCH_TYPES:
                 self.namespaces.add(BROWSER_NAMESPACE)
+            elif kind == "file_search":
+                self.recipients.add(file_search.RECIPIENT)
 
     @classmethod
     def of(cls, tool_choice: Any) -> AllowedCalls | None:

@@ -121,6 +121,11 @@ class OutputParser:
         self.output_tokens, self.reasoning_tokens = counts
         return events
 
+    def carry_header_tokens(self, count: int) -> None:
+        """The first message's header began with ``count`` tokens counted elsewhere as
+        output (a continued turn's ``<|start|>assistant``): reasoning too if it is analysis."""
+        self._message_tokens += count
+
     def close(self) -> list[ParserEvent]:
         """End of the engine stream: finish a message cut off mid-content."""
         if self._closed:

@@ -24,7 +24,7 @@ from openai_harmony import (
     ToolNamespaceConfig,
 )
 
-from responses_app.harmony import tool_search
+from responses_app.harmony import file_search, tool_search
 from responses_app.harmony.client_tools import (
     BY_CALL_TYPE,
     BY_OUTPUT_TYPE,
@@ -122,13 +122,16 @@ def _system_message(request: PromptRequest) -> Message:
 
 
 def server_tool_namespaces(request: PromptRequest) -> list[ToolNamespaceConfig]:
-    """Harmony namespaces of the tools the worker runs: python, browser and each MCP server."""
+    """Harmony namespaces of the tools the worker runs: python, browser, file_search and each
+    MCP server."""
     if request.tool_choice == "none":
         return []
     namespaces: list[ToolNamespaceConfig] = []
     types = {tool.get("type") for tool in request.tools}
     if types & WEB_SEARCH_TYPES:
         namespaces.append(ToolNamespaceConfig.browser())
+    if "file_search" in types:
+        namespaces.append(file_search.namespace_config())
     if "code_interpreter" in types:
         namespaces.append(ToolNamespaceConfig(name=PYTHON_RECIPIENT, tools=[],
                                               description=PYTHON_DESCRIPTION.format(timeout=request.python_timeout_s)))
@@ -392,6 +395,14 @@ def _code_interpreter_call(item: dict, approvals: dict[str, dict]) -> list[Messa
             tool_output_message(PYTHON_RECIPIENT, python_output_text(item), "analysis")]
 
 
+def _file_search_call(item: dict, approvals: dict[str, dict]) -> list[Message]:
+    output = (file_search.results_text(item.get("results")) if item.get("status") == "completed"
+              else "Error: the search did not run.")
+    return [tool_call_message(file_search.RECIPIENT, file_search.call_arguments(item.get("queries") or []),
+                              "analysis", "json"),
+            tool_output_message(file_search.RECIPIENT, output, "analysis")]
+
+
 def mcp_output_text(item: dict) -> str:
     if item.get("output") is not None:
         return str(item["output"])
@@ -483,6 +494,7 @@ TOOL_ITEM_RENDERERS: dict[str, ToolItemRenderer] = {
     "mcp_approval_response": _mcp_approval_response,
     "mcp_list_tools": _no_message,
     "web_search_call": _no_message,
+    "file_search_call": _file_search_call,
 }
 
 
@@ -554,6 +566,9 @@ def reopened_item_prefix(item: dict) -> list[int]:
                         item.get("arguments") or "")
     elif kind == "web_search_call":
         header, text = f"<|channel|>analysis to={BROWSER_NAMESPACE}.", ""
+    elif kind == "file_search_call":  # its queries are known once it ran: the model writes them again
+        # As the call is rendered (the recipient in the role's part), so that it counts the same.
+        header, text = f" to={file_search.RECIPIENT}<|channel|>analysis {FUNCTION_CALL_CONTENT_TYPE}<|message|>", ""
     else:
         raise ValueError(f"a {kind} item is not written by the model")
     encoding = get_encoding()
@@ -565,11 +580,12 @@ def reopened_item_prefix(item: dict) -> list[int]:
 TURN_START_TOKENS = 2
 
 
-def assistant_tokens(items: list[dict], continued: bool = False) -> tuple[int, int]:
-    """(output, reasoning) tokens of the messages the assistant wrote for ``items`` (a
+def assistant_tokens(items: list[dict], continued: bool = False) -> tuple[int, int, int]:
+    """(output, reasoning, open) tokens of the messages the assistant wrote for ``items`` (a
     response's output so far), as the prompt renders them: what a continued response
     counts as generated before it. ``continued``: the assistant writes on after them (the
-    start of its next message is its own when it follows one of its messages)."""
+    start of its next message is its own when it follows one of its messages: those
+    ``open`` tokens are counted as output, and are reasoning too if that message is)."""
     encoding = get_encoding()
     output = reasoning = 0
     turn_started = True  # the first message's "<|start|>assistant" is the prompt's, as after a tool's
@@ -581,13 +597,13 @@ def assistant_tokens(items: list[dict], continued: bool = False) -> tuple[int, i
         turn_started = False
         output += tokens
         reasoning += tokens if message.channel == "analysis" else 0
-    if continued and not turn_started:
-        output += TURN_START_TOKENS
+    opened = TURN_START_TOKENS if continued and not turn_started else 0
+    output += opened
     for item in items:
         summary = _joined_texts(item.get("summary")) if item.get("type") == "reasoning" else ""
         if summary:  # its own engine call's answer: "<|channel|>final<|message|>", the text, "<|return|>"
             output += len(encoding.encode(summary, disallowed_special=())) + 3 + (item.get("status") != "in_progress")
-    return output, reasoning
+    return output, reasoning, opened
 
 
 def forced_call_prefix(tool_choice: str | dict, tools: list[dict]) -> list[int]:
@@ -627,6 +643,8 @@ def _forced_header(tool_choice: str | dict, tools: list[dict]) -> str | None:
         return f"<|channel|>analysis to={PYTHON_RECIPIENT} code<|message|>"
     if kind in WEB_SEARCH_TYPES:
         return f"<|channel|>analysis to={BROWSER_NAMESPACE}.search code<|message|>"
+    if kind == "file_search":
+        return f"<|channel|>analysis to={file_search.RECIPIENT} {FUNCTION_CALL_CONTENT_TYPE}<|message|>"
     return None
 
 

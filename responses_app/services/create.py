@@ -36,6 +36,7 @@ from responses_app.stream.store import insert_events
 from responses_app.tenancy import quotas
 from responses_app.tenancy.retention import unexpired
 from responses_app.validation.request import CreateRequest
+from responses_app.vector_stores.store import usable_stores
 from responses_app.wire.encrypted_reasoning import Unsealable, reasoning_content
 from responses_app.wire.errors import InvalidRequest, NotFound
 
@@ -59,6 +60,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     items = [item for steer in steers for item in steer.input_items] + resolve_input(
         tenant, prompt_items + request.input_items)
     _check_container_files(tenant, params)
+    _check_vector_stores(tenant, params)
     earlier = _earlier_items(tenant, request, previous)
     _check_function_call_outputs(earlier, items)
     check_prompt(request.model, params, earlier + items, timezone.now().date())
@@ -202,6 +204,13 @@ def _check_container_files(tenant: Tenant, params: dict[str, Any]) -> None:
         container = tool.get("container") if tool.get("type") == "code_interpreter" else None
         if isinstance(container, dict) and container.get("file_ids"):
             check_file_ids(tenant, container["file_ids"], f"tools[{index}].container.file_ids")
+
+
+def _check_vector_stores(tenant: Tenant, params: dict[str, Any]) -> None:
+    """The stores a file_search tool searches are the tenant's (404 otherwise) and not expired."""
+    for index, tool in enumerate(params.get("tools") or []):
+        if tool.get("type") == "file_search":
+            usable_stores(tenant, tool["vector_store_ids"], f"tools[{index}].vector_store_ids")
 
 
 def _check_function_call_outputs(earlier: list[dict[str, Any]], input_items: list[dict[str, Any]]) -> None:

@@ -67,6 +67,7 @@ MAX_INTEGER = 2**31 - 1
 MAX_ITEM_ID_LENGTH = 64
 # What the stored items always hold and the wire leaves out unless asked (wire/objects.public_item).
 SUPPORTED_INCLUDE_VALUES = frozenset({"code_interpreter_call.outputs", "web_search_call.action.sources",
+                                      "file_search_call.results",
                                       "reasoning.encrypted_content", "message.output_text.logprobs"})
 # What vLLM returns per token at most (its max_logprobs), as OpenAI bounds top_logprobs.
 MAX_TOP_LOGPROBS = 20

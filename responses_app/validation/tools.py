@@ -19,11 +19,14 @@ from responses_app.lib.ids import new_id
 from responses_app.validation.files import file_ids_field
 from responses_app.validation.json_schema import check_grammar
 from responses_app.validation.mcp_tool import validate_mcp_tool
+from responses_app.validation.search_options import parse_filter, parse_max_num_results, parse_ranking_options
 from responses_app.wire.errors import InvalidRequest, invalid_type
 from responses_app.wire.tool_types import NAME_PATTERN, WEB_SEARCH_TYPES
 
 # Harmony namespaces that tools of other kinds own: no namespace tool or MCP server may take them.
-RESERVED_NAMESPACES = frozenset({"functions", "python", "browser", "container"})
+# OpenAI's file_search tool searches up to two stores; a few more cost nothing here.
+MAX_FILE_SEARCH_STORES = 10
+RESERVED_NAMESPACES = frozenset({"functions", "python", "browser", "container", "file_search"})
 
 
 # --- tools -------------------------------------------------------------------------------------
@@ -66,6 +69,8 @@ def validate_tools(value: Any, constrains: bool = False, param: str = "tools") -
             tool = _code_interpreter_tool(tool, param)
         elif tool_type in WEB_SEARCH_TYPES:
             tool = _web_search_tool(tool)
+        elif tool_type == "file_search":
+            tool = _file_search_tool(tool, param)
         elif tool_type == "mcp":
             tool = validate_mcp_tool(tool, param)
             _unique(tool["server_label"], namespaces, f"Duplicate namespace or MCP server_label "
@@ -74,7 +79,7 @@ def validate_tools(value: Any, constrains: bool = False, param: str = "tools") -
             raise InvalidRequest(f"Tool type '{tool_type}' is not supported by this server yet.",
                                  param=f"{param}.type", code="unsupported_tool_type")
         tools.append(tool)
-    for singleton in ("code_interpreter", "web_search"):
+    for singleton in ("code_interpreter", "web_search", "file_search"):
         if sum(1 for tool in tools if _family(tool["type"]) == singleton) > 1:
             raise InvalidRequest(f"At most one {singleton} tool may be given.", param=where)
     # Namespaces and MCP labels name harmony namespaces beside the built-in ones.
@@ -241,6 +246,28 @@ def _web_search_tool(tool: dict) -> dict[str, Any]:
     return result
 
 
+def _file_search_tool(tool: dict, param: str) -> dict[str, Any]:
+    """The stores are checked for the tenant at create (services/create.py); the filters and
+    ranking options are kept as given and read again by the worker."""
+    _known_keys(tool, param, ("type", "vector_store_ids", "filters", "max_num_results", "ranking_options"))
+    ids = tool.get("vector_store_ids")
+    if not isinstance(ids, list) or not ids or not all(isinstance(store_id, str) for store_id in ids):
+        raise invalid_type(f"{param}.vector_store_ids", "a non-empty array of strings", ids)
+    if len(ids) > MAX_FILE_SEARCH_STORES:
+        raise InvalidRequest(f"A file_search tool searches at most {MAX_FILE_SEARCH_STORES} vector stores.",
+                             param=f"{param}.vector_store_ids", code="array_above_max_length")
+    result: dict[str, Any] = {"type": "file_search", "vector_store_ids": list(dict.fromkeys(ids))}
+    if tool.get("filters") is not None:
+        parse_filter(tool["filters"], f"{param}.filters")
+        result["filters"] = tool["filters"]
+    if tool.get("max_num_results") is not None:
+        result["max_num_results"] = parse_max_num_results(tool["max_num_results"], f"{param}.max_num_results")
+    if tool.get("ranking_options") is not None:
+        parse_ranking_options(tool["ranking_options"], f"{param}.ranking_options")
+        result["ranking_options"] = tool["ranking_options"]
+    return result
+
+
 # --- tool_choice --------------------------------------------------------------------------------
 
 
@@ -306,7 +333,7 @@ def _tool_reference(value: dict[str, Any], tools: list[dict[str, Any]], param: s
         if not any(tool["type"] == choice_type for tool in tools):
             raise InvalidRequest(f"{param} names {choice_type!r}, which is not in 'tools'.", param=f"{param}.type")
         return {"type": choice_type}
-    if choice_type in ("code_interpreter", *WEB_SEARCH_TYPES):
+    if choice_type in ("code_interpreter", "file_search", *WEB_SEARCH_TYPES):
         if not any(_family(tool["type"]) == _family(choice_type) for tool in tools):
             raise InvalidRequest(f"{param} names {choice_type!r}, which is not in 'tools'.", param=f"{param}.type")
         return {"type": choice_type}

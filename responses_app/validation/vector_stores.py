@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from responses_app.validation.create import MAX_METADATA_KEY, MAX_METADATA_PAIRS, MAX_METADATA_VALUE, parse_metadata
+from responses_app.validation.search_options import Filter, parse_filter, parse_max_num_results, parse_ranking_options
 from responses_app.wire.errors import InvalidRequest, invalid_type
 from responses_app.wire.request_body import body_fields
 
@@ -16,13 +17,8 @@ MAX_FILES_PER_CALL = 2000  # OpenAI's most in one file batch
 MAX_EXPIRY_DAYS = 365
 MAX_QUERIES = 10
 MAX_QUERY_CHARS = 4096
-MAX_RESULTS = 50
-RANKERS = ("none", "auto", "default-2024-11-15")
 
 Attributes = dict[str, str | float | bool]
-COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin")
-COMPOUNDS = ("and", "or")
-MAX_FILTER_DEPTH = 8
 
 AUTO_MAX_TOKENS = 800
 AUTO_OVERLAP_TOKENS = 400
@@ -204,84 +200,6 @@ def parse_search(body: Any) -> SearchRequest:
                          max_num_results=parse_max_num_results(fields.get("max_num_results", 10), "max_num_results"),
                          score_threshold=parse_ranking_options(fields.get("ranking_options"), "ranking_options"),
                          rewrite_query=rewrite)
-
-
-def parse_max_num_results(value: Any, param: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise invalid_type(param, "an integer", value)
-    if not 1 <= value <= MAX_RESULTS:
-        raise InvalidRequest(f"'{param}' must be from 1 to {MAX_RESULTS}, got {value}.", param=param,
-                             code="invalid_value")
-    return value
-
-
-def parse_ranking_options(value: Any, param: str) -> float:
-    """The score threshold of ``ranking_options`` (0 when absent); ``ranker`` is checked and
-    otherwise a hint: every ranker here is the one hybrid ranking (docs/file-search.md)."""
-    if value is None:
-        return 0.0
-    if not isinstance(value, dict):
-        raise invalid_type(param, "an object", value)
-    body_fields(value, ("ranker", "score_threshold", "hybrid_search"))
-    if value.get("ranker") is not None and value["ranker"] not in RANKERS:
-        raise InvalidRequest(f"Invalid value for '{param}.ranker': {value['ranker']!r}. Supported values are: "
-                             f"{', '.join(RANKERS)}.", param=f"{param}.ranker", code="invalid_value")
-    threshold = value.get("score_threshold", 0.0)
-    if threshold is None:
-        return 0.0
-    if not isinstance(threshold, int | float) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
-        raise InvalidRequest(f"'{param}.score_threshold' is a number from 0 to 1.",
-                             param=f"{param}.score_threshold", code="invalid_value")
-    return float(threshold)
-
-
-@dataclass(frozen=True)
-class Comparison:
-    key: str
-    type: str  # one of COMPARISONS
-    value: str | float | bool | tuple[str | float, ...]
-
-
-@dataclass(frozen=True)
-class Compound:
-    type: str  # "and" or "or"
-    filters: tuple[Comparison | Compound, ...]
-
-
-Filter = Comparison | Compound
-
-
-def parse_filter(value: Any, param: str = "filters", depth: int = 0) -> Filter:
-    """A comparison of one attribute with a value, or ``and`` / ``or`` of filters. A value of
-    the wrong type for its comparison is a 400 (an order on a boolean, a list for ``eq``)."""
-    if not isinstance(value, dict):
-        raise invalid_type(param, "an object", value)
-    if depth > MAX_FILTER_DEPTH:
-        raise InvalidRequest(f"Filters nest at most {MAX_FILTER_DEPTH} deep.", param=param)
-    kind = value.get("type")
-    if kind in COMPOUNDS:
-        fields = body_fields(value, ("type", "filters"), required=("filters",))
-        if not isinstance(fields["filters"], list) or not fields["filters"]:
-            raise invalid_type(f"{param}.filters", "a non-empty array of filters", fields["filters"])
-        return Compound(kind, tuple(parse_filter(item, f"{param}.filters[{n}]", depth + 1)
-                                    for n, item in enumerate(fields["filters"])))
-    if kind not in COMPARISONS:
-        raise InvalidRequest(f"Invalid value for '{param}.type': {kind!r}. Supported values are: "
-                             f"{', '.join(COMPARISONS + COMPOUNDS)}.", param=f"{param}.type", code="invalid_value")
-    fields = body_fields(value, ("type", "key", "value"), required=("key", "value"))
-    if not isinstance(fields["key"], str):
-        raise invalid_type(f"{param}.key", "a string", fields["key"])
-    operand = fields["value"]
-    if kind in ("in", "nin"):
-        if not isinstance(operand, list) or not all(
-                isinstance(item, str | int | float) and not isinstance(item, bool) for item in operand):
-            raise invalid_type(f"{param}.value", "an array of strings and numbers", operand)
-        return Comparison(fields["key"], kind, tuple(operand))
-    allowed = (str, int, float) if kind in ("gt", "gte", "lt", "lte") else (str, int, float, bool)
-    if not isinstance(operand, allowed) or (kind not in ("eq", "ne") and isinstance(operand, bool)):
-        expected = "a string or a number" if kind not in ("eq", "ne") else "a string, a number or a boolean"
-        raise invalid_type(f"{param}.value", expected, operand)
-    return Comparison(fields["key"], kind, operand)
 
 
 def parse_attributes(value: Any, param: str) -> Attributes | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from django.db.models import Sum
 
 from responses_app.models import VectorStore, VectorStoreChunk, VectorStoreFile, VectorStoreFileStatus, VectorStoreTerm
-from responses_app.validation.vector_stores import Filter
+from responses_app.validation.search_options import Filter
 from responses_app.vector_stores import index
 from responses_app.vector_stores.analysis import store_token, terms
 from responses_app.vector_stores.filters import matches

@@ -25,6 +25,7 @@ from responses_app.models import (
     VectorStoreFileBatch,
     VectorStoreFileStatus,
 )
+from responses_app.validation.search_options import parse_filter, parse_ranking_options
 from responses_app.validation.vector_stores import (
     Attributes,
     FileToAttach,
@@ -39,6 +40,7 @@ from responses_app.wire.errors import InvalidRequest, NotFound, RateLimited
 SNIFF_BYTES = 64 * 1024
 QUOTA_RETRY_AFTER_S = 60
 IN_PROGRESS = VectorStoreFileStatus.IN_PROGRESS
+TOOL_RESULTS = 10  # a file_search tool's results when it sets no max_num_results
 
 
 # --- stores --------------------------------------------------------------------------------------
@@ -89,6 +91,23 @@ def delete_vector_store(tenant: Tenant, vector_store_id: str) -> None:
 def search_vector_store(tenant: Tenant, vector_store_id: str, request: SearchRequest) -> list[SearchResult]:
     store = usable_stores(tenant, [vector_store_id], "vector_store_id")[0]
     return search([store], request.queries, request.filters, request.max_num_results, request.score_threshold)
+
+
+def file_search_results(tenant_id: int, tool: dict[str, Any], queries: list[str]) -> list[dict[str, Any]]:
+    """What a response's ``file_search`` tool finds for the model's queries, as the
+    file_search_call item's ``results``. LookupError: a store was deleted or expired since
+    the create."""
+    tenant = Tenant.objects.get(pk=tenant_id)
+    try:
+        stores = usable_stores(tenant, tool["vector_store_ids"], "vector_store_ids")
+    except (NotFound, InvalidRequest) as error:
+        raise LookupError(error.message) from None
+    found = search(stores, queries, parse_filter(tool["filters"]) if tool.get("filters") else None,
+                   tool.get("max_num_results", TOOL_RESULTS),
+                   parse_ranking_options(tool.get("ranking_options"), "ranking_options"))
+    return [{"file_id": result.vector_store_file.file_id, "filename": result.vector_store_file.file.filename,
+             "score": round(result.score, 6), "text": result.text, "attributes": result.vector_store_file.attributes}
+            for result in found]
 
 
 def usable_stores(tenant: Tenant, vector_store_ids: Sequence[str], param: str) -> list[VectorStore]:

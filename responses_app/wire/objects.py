@@ -148,6 +148,8 @@ def public_item(item: dict[str, Any], include: list[str]) -> dict[str, Any]:
     item = _without_file_texts(item)
     if item.get("type") == "code_interpreter_call" and "code_interpreter_call.outputs" not in include:
         return {**item, "outputs": None}
+    if item.get("type") == "file_search_call" and "file_search_call.results" not in include:
+        return {**item, "results": None}
     action = item.get("action") or {}
     wants_sources = "web_search_call.action.sources" in include
     if item.get("type") == "web_search_call" and "sources" in action and not wants_sources:

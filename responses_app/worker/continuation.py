@@ -11,9 +11,9 @@ events say:
   prompt is the response's prompt and the output before the item, then the item's start
   as it stands (harmony/prompt.reopened_item_prefix), and the model goes on writing it;
 - a server-side call whose arguments were whole is *run again* when running it twice is
-  harmless: a read-only MCP tool (readOnlyHint), a web search (its arguments are not
-  kept: the model writes them again), a code interpreter call that had not started, an
-  MCP server's tool listing;
+  harmless: a read-only MCP tool (readOnlyHint), a web search or a file search (the model
+  writes its call again into the same item), a code interpreter call that had not
+  started, an MCP server's tool listing;
 - a code interpreter or MCP call that may have been running is *interrupted*: it ends
   failed, with an output saying so, and the model goes on from there (it may call again);
 - a reasoning item whose summary was being written gets the rest of its summary.
@@ -47,7 +47,7 @@ def open_item_action(point: ResumePoint, read_only: bool) -> Action:
     kind = item["type"]
     if kind == "reasoning" and point.summarizing:
         return "summarize"
-    if kind in ("reasoning", "message", "function_call", "custom_tool_call", "web_search_call"):
+    if kind in ("reasoning", "message", "function_call", "custom_tool_call", "web_search_call", "file_search_call"):
         return "reopen"
     if kind == "code_interpreter_call":
         if "response.code_interpreter_call.interpreting" in events:

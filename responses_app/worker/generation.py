@@ -62,6 +62,9 @@ T = TypeVar("T")
 COMPACTING_EVENT_CHARS = 256
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
 
+# Items whose harmony message is on the analysis channel: its tokens are reasoning tokens.
+ANALYSIS_ITEM_TYPES = frozenset({"reasoning", "code_interpreter_call", "web_search_call", "file_search_call"})
+
 
 class ResponseFailure(Exception):
     """Ends the response as failed with this message (shown to the client). ``code`` is
@@ -191,6 +194,9 @@ class Generation:
         # A continued response: the output (and reasoning) tokens its lost worker generated.
         self.prior_output_tokens = 0
         self.prior_reasoning_tokens = 0
+        # Its first message's "<|start|>assistant", counted as output by the lost worker's
+        # count (harmony/prompt.assistant_tokens): reasoning too if that message is.
+        self.opened_tokens = 0
         self.compaction_tokens = 0  # a compaction's (not charged to max_output_tokens)
         self.summaries = 0
         # Custom tools by name: their input format; a grammar is enforced on a call's input.
@@ -287,7 +293,7 @@ class Generation:
         action = open_item_action(point, read_only) if item is not None else None
         # The open item's message counts when it is whole (a call's, a reasoning item's
         # waiting for its summary); a reopened one's start is the prefill's.
-        self.prior_output_tokens, self.prior_reasoning_tokens = assistant_tokens(
+        self.prior_output_tokens, self.prior_reasoning_tokens, self.opened_tokens = assistant_tokens(
             point.closed_output if action == "reopen" else point.output,
             continued=item is not None or ended_with(point.output) is None)
         if item is None:
@@ -300,7 +306,9 @@ class Generation:
         if action == "reopen":
             prefill = reopened_item_prefix(item)
             self.prior_output_tokens += len(prefill)
-            self.prior_reasoning_tokens += len(prefill) if item["type"] == "reasoning" else 0
+            if item["type"] in ANALYSIS_ITEM_TYPES:  # its message's header is reasoning, its start too
+                self.prior_reasoning_tokens += len(prefill) + self.opened_tokens
+            self.opened_tokens = 0
             return prefill
         if item["type"] in ("code_interpreter_call", "mcp_call"):
             await self.in_tool_thread(self.toolbox.take_over, action == "rerun")
@@ -310,6 +318,8 @@ class Generation:
                     reopening: bool = False) -> TurnEnd:
         """``reopening``: the prefill is the start of an item whose events were sent."""
         self.parsers.append(OutputParser(function_namespaces=self.function_namespaces, call_kinds=self.call_kinds))
+        self.parser.carry_header_tokens(self.opened_tokens)  # a continued turn's first message
+        self.opened_tokens = 0
         self.tokens = []
         if self._remaining() == 0:  # the earlier turns spent the budget
             return TurnEnd([], status=ResponseStatus.INCOMPLETE, details={"reason": "max_output_tokens"})

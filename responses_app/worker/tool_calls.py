@@ -23,10 +23,13 @@ from openai import BaseModel
 from openai.types import responses as types
 
 from responses_app.files.containers import copy_into_container
+from responses_app.harmony import file_search
+from responses_app.harmony.file_search import file_citations
 from responses_app.harmony.prompt import BROWSER_NAMESPACE, PYTHON_RECIPIENT
 from responses_app.lib.ids import new_id
 from responses_app.models import Response
 from responses_app.stream.builder import EventBuilder
+from responses_app.vector_stores.store import file_search_results
 from responses_app.wire.tool_types import WEB_SEARCH_TYPES
 
 log = logging.getLogger(__name__)
@@ -34,7 +37,7 @@ T = TypeVar("T")
 
 
 # The server-side tool calls, as output items (max_tool_calls counts them).
-SERVER_CALL_TYPES = frozenset({"code_interpreter_call", "web_search_call", "mcp_call"})
+SERVER_CALL_TYPES = frozenset({"code_interpreter_call", "web_search_call", "file_search_call", "mcp_call"})
 # The output of a call whose worker was lost while it ran (worker/continuation.py): the
 # model reads it, and may call again.
 INTERRUPTED = ("The call was interrupted: the server running it was lost while it ran. It may have run in part or "
@@ -103,6 +106,7 @@ class Toolbox:
         tools: list[dict[str, Any]] = [] if request.get("tool_choice") == "none" else request.get("tools", [])
         self.code_interpreter = next((tool for tool in tools if tool["type"] == "code_interpreter"), None)
         self.web_search = next((tool for tool in tools if tool["type"] in WEB_SEARCH_TYPES), None)
+        self.file_search = next((tool for tool in tools if tool["type"] == "file_search"), None)
         self.mcp_servers = {tool["server_label"]: tool for tool in tools if tool["type"] == "mcp"}
         self.max_tool_calls: int | None = request.get("max_tool_calls")
         # A continued response: the calls its lost worker ran count, and the call item it
@@ -113,6 +117,11 @@ class Toolbox:
         self.adopted_events: frozenset[str] = frozenset()
         self._container: Any = None
         self._browser: Any = None
+        if self.file_search is not None:
+            # From the stored items, so that a continued response cites the searches that a
+            # lost worker ran as well.
+            self.add_annotator(lambda text: file_citations(
+                text, (item for item in builder.output if item.get("type") == "file_search_call")))
 
     # --- before the first turn --------------------------------------------------------------
 
@@ -207,6 +216,8 @@ class Toolbox:
             return CodeInterpreterCall(self)
         if route == "browser":
             return WebSearchCall(self, name)
+        if route == "file_search":
+            return FileSearchCall(self)
         from tools_app.mcp.servers import requires_approval
 
         if requires_approval(self.mcp_servers[namespace], name):
@@ -219,6 +230,8 @@ class Toolbox:
             return "python"
         if namespace == BROWSER_NAMESPACE and self.web_search is not None:
             return "browser"
+        if recipient == file_search.RECIPIENT and self.file_search is not None:
+            return "file_search"
         if namespace in self.mcp_servers and "." in recipient:
             return "mcp"
         return None
@@ -257,8 +270,13 @@ class Toolbox:
             external = (self.web_search or {}).get("external_web_access", True)
             session = BrowserSession(default_backend(self.response.tenant_id, external=external))
             self._browser = session
-            self.builder.annotator = lambda text: url_citations(text, session)
+            self.add_annotator(lambda text: url_citations(text, session))
         return self._browser
+
+    def add_annotator(self, annotator: Callable[[str], list[dict[str, Any]]]) -> None:
+        """Annotate the answer's text with ``annotator``'s citations too."""
+        earlier = self.builder.annotator
+        self.builder.annotator = annotator if earlier is None else lambda text: earlier(text) + annotator(text)
 
 
 # --- code_interpreter --------------------------------------------------------------------------
@@ -382,6 +400,51 @@ class WebSearchCall:
     def _failed(self, author: str, message: str) -> ToolResult:
         self.builder.finish_item("failed")
         return ToolResult(author=author, text=f"Error: {message}", channel="analysis")
+
+
+# --- file_search (harmony/file_search.py) --------------------------------------------------------
+
+
+class FileSearchCall:
+    def __init__(self, toolbox: Toolbox) -> None:
+        self.toolbox = toolbox
+        self.builder = toolbox.builder
+        self.arguments = ""
+        _, self.committed = toolbox.start_item({"id": new_id("fs"), "type": "file_search_call",
+                                                "status": "in_progress", "queries": [], "results": None},
+                                               types.ResponseFileSearchCallInProgressEvent,
+                                               "response.file_search_call.in_progress")
+
+    def delta(self, text: str) -> None:
+        """The queries are shown once whole (the API has no event for their deltas)."""
+
+    def finished(self, text: str) -> None:
+        self.arguments = text
+
+    def execute(self) -> ToolResult:
+        refusal = self.toolbox.take_call()
+        if refusal is not None:
+            return self._failed(refusal)
+        try:
+            queries = file_search.read_queries(self.arguments)
+        except ValueError as error:
+            return self._failed(f"the call could not be read: {error}. Call it again.")
+        self.builder.update_item(queries=queries, status="searching")
+        if "response.file_search_call.searching" not in self.committed:
+            self.builder.item_event(types.ResponseFileSearchCallSearchingEvent, "response.file_search_call.searching")
+        self.toolbox.flush()
+        try:  # one indexed query: here, in the call's thread, with no thread of its own
+            results = file_search_results(self.toolbox.response.tenant_id, self.toolbox.file_search, queries)
+        except LookupError as error:  # a store deleted or expired since the create
+            return self._failed(str(error))
+        self.builder.update_item(results=results)
+        self.builder.item_event(types.ResponseFileSearchCallCompletedEvent, "response.file_search_call.completed")
+        self.builder.finish_item("completed")
+        return ToolResult(author=file_search.RECIPIENT, text=file_search.results_text(results), channel="analysis")
+
+    def _failed(self, message: str) -> ToolResult:
+        self.builder.finish_item("failed")
+        return ToolResult(author=file_search.RECIPIENT, text=f"Error: {message}", channel="analysis")
 
 
 # --- MCP ---------------------------------------------------------------------------------------

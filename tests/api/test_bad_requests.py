@@ -53,7 +53,7 @@ def body(**fields: Any) -> dict[str, Any]:
 
 
 # Each in the smallest shape the SDK types: what is refused is the tool, not its shape.
-REFUSED_TOOLS = [{"type": "file_search", "vector_store_ids": ["vs_1"]}, {"type": "image_generation"},
+REFUSED_TOOLS = [{"type": "image_generation"},
                  {"type": "computer"},
                  {"type": "computer_use_preview", "display_height": 768, "display_width": 1024,
                   "environment": "linux"}]

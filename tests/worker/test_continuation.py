@@ -17,13 +17,18 @@ from typing import Any
 from unittest.mock import patch
 
 import pytest
+from django.core.files.base import ContentFile
 from django.test import override_settings
 
+from responses_app.files.store import create_file
 from responses_app.models import Response, ResponseEvent, ResponseStatus, Tenant
 from responses_app.services.create import create_response
 from responses_app.services.recovery import reap_expired_leases
 from responses_app.stream.resume import ResumePoint
 from responses_app.validation.create import parse_create_request
+from responses_app.validation.vector_stores import parse_file_create, parse_vector_store_create
+from responses_app.vector_stores import ingest
+from responses_app.vector_stores.store import attach_file, create_vector_store
 from responses_app.worker.batch_writer import BatchWriter
 from responses_app.worker.continuation import ended_with, open_item_action
 from responses_app.worker.run import run_response
@@ -144,10 +149,31 @@ def reference(tenant: Tenant, capture: Any, **body: Any) -> dict[str, Any]:
 ])
 def test_a_response_lost_at_any_point_is_continued_to_exactly_the_uninterrupted_answer(
         tenant, django_capture_on_commit_callbacks, body):
-    expected = reference(tenant, django_capture_on_commit_callbacks, **body)
+    assert_continued_at_every_point(tenant, django_capture_on_commit_callbacks, body)
+
+
+def test_a_file_search_lost_at_any_point_is_continued_to_exactly_the_uninterrupted_answer(
+        tenant, django_capture_on_commit_callbacks, monkeypatch):
+    monkeypatch.setattr(ingest, "send_ingest_task", ingest.ingest)  # ingested here, at once
+    store = create_vector_store(tenant, parse_vector_store_create({"name": "handbook"}))
+    upload = ContentFile(b"Every employee has 27 days of paid annual leave.", name="leave.md")
+    stored = create_file(tenant, upload, "leave.md", "assistants", None)
+    with django_capture_on_commit_callbacks(execute=True):
+        attach_file(tenant, store.pk, parse_file_create({"file_id": stored.pk}))
+    script = ("<|channel|>analysis<|message|>Look in the handbook.<|end|>"
+              "<|start|>assistant to=file_search.msearch<|channel|>analysis <|constrain|>json"
+              '<|message|>{"queries": ["annual leave"]}<|call|>'
+              "<|start|>assistant<|channel|>final<|message|>You have 27 days 【0†leave.md】.<|return|>")
+    body = {"input": script, "tools": [{"type": "file_search", "vector_store_ids": [store.pk]}],
+            "include": ["file_search_call.results"]}
+    assert_continued_at_every_point(tenant, django_capture_on_commit_callbacks, body)
+
+
+def assert_continued_at_every_point(tenant: Tenant, capture: Any, body: dict[str, Any]) -> None:
+    expected = reference(tenant, capture, **body)
     tick, continued = 1, 0
     while True:
-        response = create(tenant, django_capture_on_commit_callbacks, **body)
+        response = create(tenant, capture, **body)
         if not lose_worker_then_continue(response, tick):
             break  # the worker finished before this tick
         assert outcome(response) == expected, f"lost at tick {tick}"
@@ -201,6 +227,7 @@ def point(item: dict[str, Any], *events: str) -> ResumePoint:
     ({"type": "reasoning"}, ("response.reasoning_text.done",), False, "summarize"),
     # A web search's arguments are not kept (nor shown): the model writes the call again.
     ({"type": "web_search_call"}, ("response.web_search_call.searching",), False, "reopen"),
+    ({"type": "file_search_call"}, ("response.file_search_call.searching",), False, "reopen"),
     ({"type": "code_interpreter_call"}, ("response.code_interpreter_call_code.delta",), False, "reopen"),
     ({"type": "code_interpreter_call"}, ("response.code_interpreter_call_code.done",), False, "rerun"),
     ({"type": "code_interpreter_call"}, ("response.code_interpreter_call_code.done",
