@@ -25,7 +25,14 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from responses_app.dispatch import broker
-from responses_app.models import BatchRequest, BatchRequestState, Response, ResponseStatus
+from responses_app.models import (
+    BatchRequest,
+    BatchRequestState,
+    Response,
+    ResponseStatus,
+    VectorStoreFile,
+    VectorStoreFileStatus,
+)
 from responses_app.observability import metrics
 
 log = logging.getLogger(__name__)
@@ -61,6 +68,7 @@ def responses_by_status() -> Iterator[Metric]:
         gauge.add_metric([model, status], count)
     yield gauge
     yield batch_requests()
+    yield vector_store_files()
 
 
 def batch_requests() -> GaugeMetricFamily:
@@ -74,6 +82,18 @@ def batch_requests() -> GaugeMetricFamily:
         counts[(model, state)] = count
     for (model, state), count in sorted(counts.items()):
         gauge.add_metric([model, state], count)
+    return gauge
+
+
+def vector_store_files() -> GaugeMetricFamily:
+    """Vector store files by status: in_progress is ingestion's backlog (queued or being read)."""
+    gauge = GaugeMetricFamily("responses_vector_store_files",
+                              "Files of vector stores in the database by status (in_progress: being ingested).",
+                              labels=["status"])
+    counts = dict.fromkeys(VectorStoreFileStatus.values, 0)
+    counts.update(VectorStoreFile.objects.order_by().values_list("status").annotate(n=Count("pk")))
+    for status, count in sorted(counts.items()):
+        gauge.add_metric([status], count)
     return gauge
 
 

@@ -62,7 +62,14 @@ EVENT_BATCH_WRITE = HistogramSpec(
     (),
     (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5),
 )
-HISTOGRAMS = (TIME_TO_FIRST_EVENT, OUTPUT_TOKENS_PER_SECOND, EVENT_BATCH_WRITE)
+VECTOR_STORE_SEARCH = HistogramSpec(
+    "responses_vector_store_search_seconds",
+    "Duration of one search of vector stores: by vector_stores.search (source api) or by a response's "
+    "file_search tool (source file_search).",
+    ("source",),
+    (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
+)
+HISTOGRAMS = (TIME_TO_FIRST_EVENT, OUTPUT_TOKENS_PER_SECOND, EVENT_BATCH_WRITE, VECTOR_STORE_SEARCH)
 
 
 def series_field(label_values: tuple[str, ...], part: str) -> str:

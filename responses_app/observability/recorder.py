@@ -206,6 +206,14 @@ def response_finished(model: str, status: str, output_tokens: int, seconds: floa
         log.exception("metrics: response_finished")
 
 
+def vector_store_searched(source: str, seconds: float) -> None:
+    """A search of vector stores took ``seconds`` (source: api or file_search)."""
+    try:
+        RECORDER.observe(metrics.VECTOR_STORE_SEARCH, (source,), seconds)
+    except Exception:
+        log.exception("metrics: vector_store_searched")
+
+
 def sse_stream_opened() -> None:
     try:
         RECORDER.stream_opened()

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from django.db import connection
 
 FTS_TABLE = "responses_app_vectorstorechunk_fts"  # SQLite
+POOL = 2000  # chunks ranked by one PostgreSQL stage (_postgresql)
 CHUNK_TABLE = "responses_app_vectorstorechunk"
 
 
@@ -44,18 +45,31 @@ def _sqlite(store_tokens: Sequence[str], idf: Mapping[str, float], file_ids: Seq
 
 def _postgresql(store_tokens: Sequence[str], idf: Mapping[str, float], file_ids: Sequence[int] | None,
                 limit: int) -> list[int]:
-    # ts_rank knows no rarity, so the pre-rank is the rarity of the terms a chunk holds (each
-    # term's idf where the chunk has it), then ts_rank among equals.
+    # ts_rank knows no rarity, and reading every matching chunk's tsvector to rank it costs
+    # as much as the terms are common. So: first the chunks that hold every term (GIN
+    # intersects the terms' lists), ranked by ts_rank; then, if too few, those that hold any
+    # term, ranked by the rarity of the terms each holds. Each stage ranks at most POOL
+    # chunks: past that, a query of common words takes any POOL of them.
     terms = list(idf)
-    query = f"({' | '.join(store_tokens)}) & ({' | '.join(terms)})"
-    held = " + ".join(f"(CASE WHEN terms_vector @@ %s::tsquery THEN {float(idf[term])!r} ELSE 0 END)"
-                      for term in terms)
-    sql = (f"SELECT id FROM {CHUNK_TABLE} WHERE terms_vector @@ to_tsquery('simple', %s)"
-           + (" AND vector_store_file_id = ANY(%s)" if file_ids is not None else "")
-           + f" ORDER BY {held} DESC, ts_rank(terms_vector, to_tsquery('simple', %s)) DESC LIMIT %s")
-    params: list[object] = [query, *([list(file_ids)] if file_ids is not None else []), *terms, query, limit]
+    stores = f"({' | '.join(store_tokens)})"
+    every = f"{stores} & {' & '.join(terms)}"
+    found = _pg_stage(every, "ts_rank(terms_vector, to_tsquery('simple', %s))", [every], file_ids, [], limit)
+    if len(found) < limit and len(terms) > 1:
+        held = " + ".join(f"(CASE WHEN terms_vector @@ %s::tsquery THEN {float(idf[term])!r} ELSE 0 END)"
+                          for term in terms)
+        found += _pg_stage(f"{stores} & ({' | '.join(terms)})", held, terms, file_ids, found, limit - len(found))
+    return found
+
+
+def _pg_stage(query: str, rank: str, rank_params: list[object], file_ids: Sequence[int] | None,
+              seen: list[int], limit: int) -> list[int]:
+    pool = (f"SELECT id, terms_vector FROM {CHUNK_TABLE} WHERE terms_vector @@ to_tsquery('simple', %s)"
+            + (" AND vector_store_file_id = ANY(%s)" if file_ids is not None else "")
+            + (" AND NOT id = ANY(%s)" if seen else "") + " LIMIT %s")
+    params: list[object] = [query, *([list(file_ids)] if file_ids is not None else []),
+                            *([seen] if seen else []), POOL, *rank_params, limit]
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(f"SELECT id FROM ({pool}) AS pool ORDER BY {rank} DESC LIMIT %s", params)
         return [row[0] for row in cursor.fetchall()]
 
 

@@ -20,6 +20,8 @@ from responses_app.vector_stores.filters import matches
 K1 = 1.2  # BM25's term frequency saturation
 B = 0.75  # and its length normalization, at their usual values
 CANDIDATES = 200  # chunks scored per search
+COMMON_SHARE = 0.05  # a term in more of the chunks than this (and than COMMON_CHUNKS) finds no candidates
+COMMON_CHUNKS = 2000
 
 
 @dataclass(frozen=True)
@@ -44,7 +46,8 @@ def search(stores: Sequence[VectorStore], queries: Sequence[str], filter_: Filte
     idf = {term: math.log(1 + (chunk_total - held + 0.5) / (held + 0.5))
            for term, held in frequencies.items() if held > 0}
     file_ids = None if filter_ is None else _matching_files(store_ids, filter_)
-    found = index.candidates([store_token(pk) for pk in store_ids], idf, file_ids, CANDIDATES)
+    found = index.candidates([store_token(pk) for pk in store_ids], _selective(idf, frequencies, chunk_total),
+                             file_ids, CANDIDATES)
     best = sum(idf.values()) * (K1 + 1)
     results = []
     for chunk in VectorStoreChunk.objects.filter(pk__in=found).select_related("vector_store_file__file"):
@@ -53,6 +56,16 @@ def search(stores: Sequence[VectorStore], queries: Sequence[str], filter_: Filte
             results.append(SearchResult(chunk.vector_store_file, chunk.text, score))
     results.sort(key=lambda result: -result.score)
     return results[:max_num_results]
+
+
+def _selective(idf: dict[str, float], frequencies: dict[str, int], chunk_total: int) -> dict[str, float]:
+    """The terms that find the candidates: those in at most COMMON_SHARE of the chunks, or
+    in fewer than COMMON_CHUNKS (a common word would make nearly every chunk of a big store a
+    candidate, and adds little to a score); the rarest two when every term is common. Every
+    term still scores the candidates."""
+    most = max(COMMON_SHARE * chunk_total, COMMON_CHUNKS)
+    selective = {term: value for term, value in idf.items() if frequencies[term] <= most}
+    return selective or dict(sorted(idf.items(), key=lambda pair: -pair[1])[:2])
 
 
 def _bm25(chunk: VectorStoreChunk, idf: dict[str, float], average_length: float) -> float:

@@ -5,6 +5,7 @@ tenant's caps checked before anything is written."""
 from __future__ import annotations
 
 import codecs
+import time
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
@@ -25,6 +26,7 @@ from responses_app.models import (
     VectorStoreFileBatch,
     VectorStoreFileStatus,
 )
+from responses_app.observability import recorder
 from responses_app.validation.search_options import parse_filter, parse_ranking_options
 from responses_app.validation.vector_stores import (
     Attributes,
@@ -90,7 +92,10 @@ def delete_vector_store(tenant: Tenant, vector_store_id: str) -> None:
 
 def search_vector_store(tenant: Tenant, vector_store_id: str, request: SearchRequest) -> list[SearchResult]:
     store = usable_stores(tenant, [vector_store_id], "vector_store_id")[0]
-    return search([store], request.queries, request.filters, request.max_num_results, request.score_threshold)
+    started = time.perf_counter()
+    results = search([store], request.queries, request.filters, request.max_num_results, request.score_threshold)
+    recorder.vector_store_searched("api", time.perf_counter() - started)
+    return results
 
 
 def file_search_results(tenant_id: int, tool: dict[str, Any], queries: list[str]) -> list[dict[str, Any]]:
@@ -102,9 +107,11 @@ def file_search_results(tenant_id: int, tool: dict[str, Any], queries: list[str]
         stores = usable_stores(tenant, tool["vector_store_ids"], "vector_store_ids")
     except (NotFound, InvalidRequest) as error:
         raise LookupError(error.message) from None
+    started = time.perf_counter()
     found = search(stores, queries, parse_filter(tool["filters"]) if tool.get("filters") else None,
                    tool.get("max_num_results", TOOL_RESULTS),
                    parse_ranking_options(tool.get("ranking_options"), "ranking_options"))
+    recorder.vector_store_searched("file_search", time.perf_counter() - started)
     return [{"file_id": result.vector_store_file.file_id, "filename": result.vector_store_file.file.filename,
              "score": round(result.score, 6), "text": result.text, "attributes": result.vector_store_file.attributes}
             for result in found]

@@ -1,7 +1,7 @@
 """The OpenAI Agents SDK (Python) against the live stack: an agent with a function tool,
 run to its final output by the SDK's Runner over HTTP and over the Responses WebSocket,
-and an agent with the SDK's shell and apply_patch tools, with only the base URL, key and
-model set."""
+an agent with the SDK's shell and apply_patch tools, and an agent with its hosted
+FileSearchTool on a vector store, with only the base URL, key and model set."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from agents import (
     Agent,
     ApplyPatchTool,
+    FileSearchTool,
     OpenAIResponsesModel,
     OpenAIResponsesWSModel,
     Runner,
@@ -22,6 +23,7 @@ from agents.editor import ApplyPatchOperation, ApplyPatchResult
 from agents.tool import ShellCallOutcome, ShellCommandOutput, ShellCommandRequest, ShellResult
 from openai import AsyncOpenAI
 
+from tests.clients.handbook import ANSWER, QUERY, SEARCH_THEN_CITE, handbook
 from tests.helpers import function_call_then_answer
 
 # The SDK's tracing exports to OpenAI's platform, which this server is not.
@@ -97,3 +99,28 @@ def test_an_agent_writes_a_file_with_apply_patch_and_reads_it_with_shell(stack, 
              for item in result.new_items]
     assert kinds == ["reasoning", "apply_patch_call", "apply_patch_call_output", "shell_call", "shell_call_output",
                      "message"]
+
+
+@pytest.mark.parametrize("transport", [OpenAIResponsesModel, OpenAIResponsesWSModel], ids=["http", "websocket"])
+def test_an_agent_searches_a_vector_store_with_the_file_search_tool_and_cites_the_file(stack, client_key, transport):
+    store_id, ids = handbook(stack, client_key)
+    client = AsyncOpenAI(base_url=stack.base_url, api_key=client_key, max_retries=0)
+    agent = Agent(name="Handbook", instructions="Answer from the handbook.",
+                  model=transport(model="echo", openai_client=client),
+                  tools=[FileSearchTool(vector_store_ids=[store_id], include_search_results=True)])
+
+    result = Runner.run_sync(agent, SEARCH_THEN_CITE)
+
+    # The server searched (the SDK runs nothing for a hosted tool): one turn, its call then the answer.
+    assert len(result.raw_responses) == 1
+    assert [item.type for item in result.new_items] == ["reasoning_item", "tool_call_item", "message_output_item"]
+    search = result.new_items[1].raw_item
+    assert (search.type, search.status, search.queries) == ("file_search_call", "completed", [QUERY])
+    # Its results, shown because the tool's include_search_results asked for them.
+    assert [found.filename for found in search.results] == ["leave.md"]
+    assert search.results[0].file_id == ids["leave.md"] and "27 days of paid annual leave" in search.results[0].text
+
+    assert result.final_output == ANSWER
+    [citation] = result.new_items[2].raw_item.content[0].annotations
+    assert (citation.type, citation.file_id, citation.filename, citation.index) == (
+        "file_citation", ids["leave.md"], "leave.md", ANSWER.index("【"))

@@ -1,6 +1,6 @@
 """LangChain (``langchain-openai``'s ChatOpenAI on the Responses API) against the live
-stack: a tool loop, as a LangChain user writes it, with only the base URL, key and model
-set."""
+stack: a tool loop, as a LangChain user writes it, and the hosted file_search tool on a
+vector store, with only the base URL, key and model set."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 
+from tests.clients.handbook import ANSWER, QUERY, SEARCH_THEN_CITE, handbook
 from tests.helpers import function_call_then_answer
 
 
@@ -32,3 +33,29 @@ def test_a_langchain_tool_loop_runs_on_the_responses_api(stack, client_key):
     assert second.text == "Sunny in Paris."
     reasoning = [block for block in first.content if isinstance(block, dict) and block.get("type") == "reasoning"]
     assert reasoning and reasoning[0]["summary"][0]["text"] == "I should call get_weather."
+
+
+def test_a_langchain_model_searches_a_vector_store_with_the_file_search_tool_and_cites_the_file(stack, client_key):
+    store_id, ids = handbook(stack, client_key)
+    model = ChatOpenAI(model="echo", base_url=stack.base_url, api_key=client_key, use_responses_api=True,
+                       include=["file_search_call.results"], max_retries=0)
+    searcher = model.bind_tools([{"type": "file_search", "vector_store_ids": [store_id]}])
+
+    reply = searcher.invoke([HumanMessage(SEARCH_THEN_CITE)])
+
+    # LangChain keeps the response's items as content blocks: the call with its results, the cited text.
+    assert reply.text == ANSWER and not reply.tool_calls  # a hosted tool: nothing for the caller to run
+    [search] = [block for block in reply.content if block["type"] == "file_search_call"]
+    assert (search["status"], search["queries"]) == ("completed", [QUERY])
+    assert [found["filename"] for found in search["results"]] == ["leave.md"]
+    assert search["results"][0]["file_id"] == ids["leave.md"]
+    assert "27 days of paid annual leave" in search["results"][0]["text"]
+    [text] = [block for block in reply.content if block["type"] == "text"]
+    # LangChain renames the citation's index to file_index (it keeps "index" for streaming).
+    assert text["annotations"] == [{"type": "file_citation", "file_id": ids["leave.md"], "filename": "leave.md",
+                                    "file_index": ANSWER.index("【")}]
+    # And in LangChain's standard content blocks: a server tool's call and result, and a citation.
+    standard = reply.content_blocks
+    assert [block["type"] for block in standard] == ["reasoning", "server_tool_call", "server_tool_result", "text"]
+    assert standard[2]["output"][0]["file_id"] == ids["leave.md"]
+    assert [(note["type"], note["title"]) for note in standard[3]["annotations"]] == [("citation", "leave.md")]

@@ -33,6 +33,7 @@ import psycopg
 import redis
 from celery import Celery
 
+from responses_app.vector_stores.chunking import chunks
 from tests.helpers import wait_until
 from tests.live.stack import LOG_DIR, ROOT, STACK_ENV, LiveStack, free_port
 
@@ -487,6 +488,57 @@ def batch_trial(stack: FaultStack, fault: str, expected: str) -> list[str]:
              if line["response"]["body"]["output"][-1]["content"][0]["text"] != expected]
     if wrong:
         problems.append(f"requests {wrong} did not say what a response with no fault says")
+    return problems
+
+
+# --- vector store ingestion under a fault ------------------------------------------------------------
+
+INGEST_FILES = 24
+# The faults ingestion lives through: its worker killed mid-file, and its task messages lost.
+INGEST_FAULTS = ("worker SIGKILL", "redis restart")
+
+
+def ingestion_trial(stack: FaultStack, fault: str) -> list[str]:
+    """A file batch of INGEST_FILES text files, ``fault`` injected once one is ingested and
+    others are not. Returns what went wrong: every file must end completed (they are all
+    readable: a file is never left in_progress), with each of its chunks indexed once, and
+    the store's statistics must count exactly the chunks it holds."""
+    client = stack.client()
+    words = " ".join(f"word{n} harbour{n % 97} ferry{n % 13}" for n in range(20000))
+    texts = {f"log-{n}.txt": f"Log {n}. {words}" for n in range(INGEST_FILES)}
+    ids = [client.files.create(file=(name, text.encode()), purpose="assistants").id for name, text in texts.items()]
+    # Each file's chunks as the ingestion cuts them (the auto strategy), once.
+    expected = {name: len(list(chunks(text, 800, 400))) for name, text in texts.items()}
+    store = client.vector_stores.create(name=f"ingest-{fault}")
+    client.vector_stores.file_batches.create(store.id, file_ids=ids)
+    wait_until(lambda: stack.sql("SELECT 1 FROM responses_app_vectorstorefile WHERE vector_store_id = %s "
+                                 "AND status = 'completed'", store.id), timeout=60, interval=0.05)
+    FAULTS[fault](stack, [])
+    stack.up()
+    deadline = time.monotonic() + 120
+    while stack.sql("SELECT 1 FROM responses_app_vectorstorefile WHERE vector_store_id = %s AND status = "
+                    "'in_progress'", store.id) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    problems = []
+    statuses = dict(stack.sql("SELECT status, count(*) FROM responses_app_vectorstorefile WHERE vector_store_id = %s "
+                              "GROUP BY status", store.id))
+    if statuses != {"completed": INGEST_FILES}:
+        problems.append(f"the files ended {statuses}")
+    twice = stack.sql("SELECT vector_store_file_id, position FROM responses_app_vectorstorechunk WHERE "
+                      "vector_store_id = %s GROUP BY vector_store_file_id, position HAVING count(*) > 1", store.id)
+    if twice:
+        problems.append(f"{len(twice)} chunks indexed more than once")
+    [(held, counted)] = stack.sql("SELECT (SELECT count(*) FROM responses_app_vectorstorechunk WHERE "
+                                  "vector_store_id = %s), chunk_count FROM responses_app_vectorstore WHERE id = %s",
+                                  store.id, store.id)
+    if held != counted:
+        problems.append(f"the store holds {held} chunks and counts {counted}")
+    held_per_file = dict(stack.sql(
+        "SELECT f.filename, count(*) FROM responses_app_vectorstorechunk c JOIN responses_app_vectorstorefile v ON "
+        "v.id = c.vector_store_file_id JOIN responses_app_storedfile f ON f.id = v.file_id "
+        "WHERE c.vector_store_id = %s GROUP BY f.filename", store.id))
+    if held_per_file != expected:
+        problems.append(f"chunks per file {held_per_file}, expected {expected}")
     return problems
 
 

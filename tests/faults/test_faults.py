@@ -94,3 +94,10 @@ def test_a_batch_completes_through_a_fault_with_each_request_run_once(fault, fau
     harness.prepare(fault_stack, fault)
     problems = harness.batch_trial(fault_stack, fault, expected_text)
     assert not problems, "; ".join(problems)
+
+
+@pytest.mark.parametrize("fault", harness.INGEST_FAULTS)
+def test_vector_store_files_are_each_indexed_once_through_a_fault(fault, fault_stack):
+    harness.prepare(fault_stack, fault)
+    problems = harness.ingestion_trial(fault_stack, fault)
+    assert not problems, "; ".join(problems)

@@ -27,9 +27,9 @@ from tests.live.stack import free_port
 
 CHECKS = {"database", "redis", "broker", "workers"}
 HISTOGRAMS = {"responses_time_to_first_event_seconds", "responses_output_tokens_per_second",
-              "responses_event_batch_write_seconds"}
+              "responses_event_batch_write_seconds", "responses_vector_store_search_seconds"}
 GAUGES = {"responses_by_status", "responses_queue_depth", "responses_sse_streams_active",
-          "responses_metrics_source_up", "responses_batch_requests"}
+          "responses_metrics_source_up", "responses_batch_requests", "responses_vector_store_files"}
 LONG_SCRIPT = reasoning_and_answer("Thinking about it for a while, one word at a time, " * 3,
                                    "An answer that takes a few seconds to stream out, token by token.")
 
@@ -244,6 +244,29 @@ def test_metrics_show_echo_responses_by_status_and_the_workers_observations(stac
             assert counts == sorted(counts), name  # cumulative
             assert buckets[-1].labels["le"] == "+Inf"
             assert counts[-1] == value(after, f"{name}_count", **dict(labels))
+
+
+def test_metrics_show_vector_store_files_by_status_and_each_search(stack, alice, db_access):
+    from responses_app.models import VectorStoreFile
+
+    before = scrape(stack)
+    store = alice.vector_stores.create(name="metrics")
+    alice.vector_stores.files.upload_and_poll(vector_store_id=store.id, file=("a.md", b"Metrics count searches."))
+    for _ in range(3):
+        alice.vector_stores.search(store.id, query="searches")
+
+    def searches(families: dict) -> float:
+        return value(families, "responses_vector_store_search_seconds_count", source="api")
+
+    wait_until(lambda: searches(scrape(stack)) >= searches(before) + 3, timeout=10)
+    after = scrape(stack)
+    assert searches(after) == searches(before) + 3
+    assert value(after, "responses_vector_store_search_seconds_sum", source="api") > value(
+        before, "responses_vector_store_search_seconds_sum", source="api")
+    assert value(after, "responses_vector_store_files", status="completed") == VectorStoreFile.objects.filter(
+        status="completed").count() >= 1
+    assert {s.labels["status"] for s in after["responses_vector_store_files"].samples} == {
+        "in_progress", "completed", "cancelled", "failed"}
 
 
 def test_sse_gauge_counts_open_streams_and_falls_back_when_they_end_or_disconnect(stack, alice):

@@ -101,7 +101,7 @@ WITH_EXAMPLES = {"POST /v1/responses", "POST /v1/responses/compact", "POST /v1/r
                  "POST /v1/conversations", "POST /v1/conversations/{conversation_id}/items", "POST /v1/containers",
                  "POST /v1/prompts", "POST /v1/prompts/{prompt_id}", "POST /v1/vector_stores/{vector_store_id}/files",
                  "POST /v1/vector_stores/{vector_store_id}/files/{file_id}",
-                 "POST /v1/vector_stores/{vector_store_id}/file_batches"}
+                 "POST /v1/vector_stores/{vector_store_id}/file_batches", "POST /v1/scheduled_responses"}
 
 
 def test_the_document_lists_every_operation_with_its_error_shape(stack: LiveStack):
