@@ -138,8 +138,9 @@ class VectorStoreFileAdmin(ReadOnly, admin.ModelAdmin):
     show_full_result_count = False
     show_facets = admin.ShowFacets.NEVER
     actions = ["reingest_files"]
-    fields = (("file_link", "store", "tenant", "batch"), ("status_badge", "ingest_attempts", "ingest_sent_at"),
-              "error", "attributes_json", ("usage_bytes", "chunks", "chunking"), "created_at")
+    fields = (("file_link", "store", "tenant", "batch"),
+              ("status_badge", "ingest_attempts", "ingest_sent_at", "ingest_beat_at"), "error", "attributes_json",
+              ("usage_bytes", "chunks", "chunking"), "created_at")
     readonly_fields = tuple(name for line in fields for name in (line if isinstance(line, tuple) else (line,)))
 
     @admin.display(description="file", ordering="file_id")

@@ -42,6 +42,7 @@ class Migration(migrations.Migration):
                 ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
                 ('ingest_attempts', models.PositiveSmallIntegerField(default=0)),
                 ('ingest_sent_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ('ingest_beat_at', models.DateTimeField(blank=True, null=True)),
                 ('file', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='vector_store_files', to='responses_app.storedfile')),
                 ('vector_store', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='files', to='responses_app.vectorstore')),
             ],

@@ -83,9 +83,11 @@ class VectorStoreFile(models.Model):
     chunking_type = models.CharField(max_length=8, default="auto")
     usage_bytes = models.PositiveBigIntegerField(default=0)
     created_at = models.DateTimeField(default=timezone.now)
-    # Ingestion: each try, so that beat's sweep sends a stalled one again or fails it.
+    # Ingestion (vector_stores/ingest.py): the starts so far, when its task was last sent,
+    # and the last sign of life of the worker reading it (None until one starts it).
     ingest_attempts = models.PositiveSmallIntegerField(default=0)
     ingest_sent_at = models.DateTimeField(default=timezone.now)
+    ingest_beat_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["vector_store", "file"], name="vector_store_file_unique")]

@@ -4,7 +4,8 @@ chunks, analyzed, and indexed in the one transaction that marks it ``completed``
 
 A worker killed midway leaves the file ``in_progress`` with nothing indexed; beat's sweep
 sends it again once it has shown no progress for VECTOR_STORE_INGEST_STALL_S, and fails it
-after VECTOR_STORE_INGEST_MAX_ATTEMPTS. A file cancelled or deleted meanwhile is left as it is."""
+once it was started VECTOR_STORE_INGEST_MAX_ATTEMPTS times (waiting in the queue is no
+attempt). A file cancelled or deleted meanwhile is left as it is."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from datetime import timedelta
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from responses_app.files.store import open_content
@@ -47,6 +49,8 @@ def send_ingest_task(store_file_id: int) -> None:
 
 def ingest(store_file_id: int) -> None:
     """Index the file, or fail it with the reason; nothing for a file no longer in progress."""
+    if not _start(store_file_id):
+        return
     store_file = (VectorStoreFile.objects.select_related("file")
                   .filter(pk=store_file_id, status=VectorStoreFileStatus.IN_PROGRESS).first())
     if store_file is None:
@@ -66,18 +70,31 @@ def ingest(store_file_id: int) -> None:
         indexing.add_chunks(store_file, pieces)
 
 
+def _start(store_file_id: int) -> bool:
+    """Take the file: one start more, unless a worker is reading it now (its last sign of
+    life is fresh: this message is a duplicate, sent again while the file waited)."""
+    stale = timezone.now() - timedelta(seconds=settings.VECTOR_STORE_INGEST_STALL_S)
+    return bool(VectorStoreFile.objects.filter(
+        Q(ingest_beat_at=None) | Q(ingest_beat_at__lt=stale), pk=store_file_id,
+        status=VectorStoreFileStatus.IN_PROGRESS).update(ingest_attempts=F("ingest_attempts") + 1,
+                                                         ingest_beat_at=timezone.now()))
+
+
 def sweep_stalled() -> int:
-    """Send again each file that has shown no progress for VECTOR_STORE_INGEST_STALL_S; fail
-    the ones out of attempts. Returns how many it sent or failed."""
-    stalled = VectorStoreFile.objects.filter(status=VectorStoreFileStatus.IN_PROGRESS, ingest_sent_at__lt=(
-        timezone.now() - timedelta(seconds=settings.VECTOR_STORE_INGEST_STALL_S)))
+    """Send again each file whose task was sent more than VECTOR_STORE_INGEST_STALL_S ago
+    and that no worker is reading (a lost message, a worker lost while reading it, or a long
+    queue: a duplicate costs a query); fail those that were started
+    VECTOR_STORE_INGEST_MAX_ATTEMPTS times and stalled. Returns how many it sent or failed."""
+    stale = timezone.now() - timedelta(seconds=settings.VECTOR_STORE_INGEST_STALL_S)
+    stalled = VectorStoreFile.objects.filter(Q(ingest_beat_at=None) | Q(ingest_beat_at__lt=stale),
+                                             status=VectorStoreFileStatus.IN_PROGRESS, ingest_sent_at__lt=stale)
     handled = 0
     for store_file in stalled.only("pk", "ingest_attempts", "ingest_sent_at")[:1000]:
         if store_file.ingest_attempts >= settings.VECTOR_STORE_INGEST_MAX_ATTEMPTS:
             _fail(store_file, "server_error", f"Ingestion stopped unexpectedly {store_file.ingest_attempts} times "
                                               "(VECTOR_STORE_INGEST_MAX_ATTEMPTS).")
         elif VectorStoreFile.objects.filter(pk=store_file.pk, ingest_sent_at=store_file.ingest_sent_at).update(
-                ingest_sent_at=timezone.now(), ingest_attempts=store_file.ingest_attempts + 1):
+                ingest_sent_at=timezone.now()):
             send_ingest_task(store_file.pk)
         handled += 1
     return handled
@@ -91,10 +108,11 @@ def _analyzed_chunks(store_file: VectorStoreFile) -> list[tuple[str, list[str]]]
     except UnreadableFile as error:
         raise IngestFailed("unsupported_file", str(error)) from None
     pieces, beat = [], time.monotonic()
+    heartbeat_s = min(HEARTBEAT_S, settings.VECTOR_STORE_INGEST_STALL_S / 4)
     for piece in chunks(text, store_file.max_chunk_size_tokens, store_file.chunk_overlap_tokens):
         pieces.append((piece, terms(piece)))
-        if time.monotonic() - beat > HEARTBEAT_S:  # a long file is not a stalled one
-            VectorStoreFile.objects.filter(pk=store_file.pk).update(ingest_sent_at=timezone.now())
+        if time.monotonic() - beat > heartbeat_s:  # a long file is not a stalled one
+            VectorStoreFile.objects.filter(pk=store_file.pk).update(ingest_beat_at=timezone.now())
             beat = time.monotonic()
     if not any(chunk_terms for _, chunk_terms in pieces):
         raise IngestFailed("invalid_file", f"'{store_file.file.filename}' has no words to index.")

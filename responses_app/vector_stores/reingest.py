@@ -30,7 +30,7 @@ def reingest_file(store_file_id: int) -> bool:
         indexing.remove_chunks(store_file)
         VectorStoreFile.objects.filter(pk=store_file.pk).update(
             status=VectorStoreFileStatus.IN_PROGRESS, last_error=None, usage_bytes=0, ingest_attempts=0,
-            ingest_sent_at=timezone.now())
+            ingest_sent_at=timezone.now(), ingest_beat_at=None)
         # Through the module attribute, so that tests (and the in-process stack) can swap it.
         transaction.on_commit(lambda: ingest.send_ingest_task(store_file_id))
     return True

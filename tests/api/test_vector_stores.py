@@ -240,15 +240,23 @@ def test_a_stalled_ingestion_is_sent_again_and_fails_after_its_attempts(carol: o
     stale = timezone.now() - dt.timedelta(seconds=settings.VECTOR_STORE_INGEST_STALL_S + 1)
     VectorStoreFile.objects.filter(pk=row.pk).update(ingest_sent_at=stale)
     assert ingest.sweep_stalled() == 1 and lost == [row.pk, row.pk]
+    row.refresh_from_db()
+    assert row.ingest_attempts == 0  # waiting in the queue is no attempt
+    # A worker reading the file now (its progress fresh): a duplicate message leaves it alone.
+    VectorStoreFile.objects.filter(pk=row.pk).update(ingest_attempts=1, ingest_beat_at=timezone.now())
     ingest.ingest(row.pk)
-    assert carol.vector_stores.files.retrieve(file_id, vector_store_id=store.id).status == "completed"
+    assert carol.vector_stores.files.retrieve(file_id, vector_store_id=store.id).status == "in_progress"
+    VectorStoreFile.objects.filter(pk=row.pk).update(ingest_beat_at=stale)  # ... until that worker is lost
+    ingest.ingest(row.pk)
+    row.refresh_from_db()
+    assert (row.status, row.ingest_attempts) == ("completed", 2)
     ingest.ingest(row.pk)  # a duplicate message finds nothing to do
     assert carol.vector_stores.search(store.id, query="lost message").data.__len__() == 1
 
     other = upload(carol, "b.md", "Never ingested.")
     carol.vector_stores.files.create(store.id, file_id=other)
     VectorStoreFile.objects.filter(vector_store_id=store.id, file_id=other).update(
-        ingest_sent_at=stale, ingest_attempts=settings.VECTOR_STORE_INGEST_MAX_ATTEMPTS)
+        ingest_sent_at=stale, ingest_beat_at=stale, ingest_attempts=settings.VECTOR_STORE_INGEST_MAX_ATTEMPTS)
     ingest.sweep_stalled()
     failed = carol.vector_stores.files.retrieve(other, vector_store_id=store.id)
     assert failed.status == "failed" and failed.last_error.code == "server_error"

@@ -51,7 +51,7 @@ STACK_ENV = {
     "FILE_MAX_BYTES": str(4 * 2**20),
     "FILE_PURGE_INTERVAL_S": "1",
     "VECTOR_STORE_SWEEP_INTERVAL_S": "1",
-    "VECTOR_STORE_INGEST_STALL_S": "4",
+    "VECTOR_STORE_INGEST_STALL_S": "8",
     "DETACHED_SWEEP_INTERVAL_S": "1",
     # Batches: beat's tick every second takes up a batch quiet for 3 s; at most 4 batch
     # responses of a model in flight.
