@@ -201,10 +201,12 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("VECTOR_STORE_FILE_MAX_BYTES", "33554432",
              "The largest file a vector store reads; a larger one is a 400 when it is added."),
     Variable("VECTOR_STORE_INGEST_STALL_S", "60",
-             "A file whose ingestion has shown no progress this long is sent to a worker again (a worker lost "
-             "midway)."),
+             "A file that no worker is reading is sent to a worker again this long after its task was sent (a "
+             "lost message, a worker lost midway); a worker reading a file shows its progress more often than "
+             "this."),
     Variable("VECTOR_STORE_INGEST_MAX_ATTEMPTS", "3",
-             "Ingestions of a file that stalled before it fails with a `server_error`."),
+             "Starts of a file's ingestion that stalled before it fails with a `server_error` (waiting in the "
+             "queue is no attempt)."),
     Variable("VECTOR_STORE_SWEEP_INTERVAL_S", "15", "Period of the beat task that sends stalled ingestions again."),
     Variable("COMPACTION_MAX_OUTPUT_TOKENS", "2048",
              "The most tokens the model may spend on the summary turn of `responses.compact`."),
