@@ -1,23 +1,25 @@
 """Vector stores: retrieval quality, ingestion speed and search latency, on the real code
-paths in one process (no HTTP in between), for each database.
+paths in one process (no HTTP in between), for each database, for each ranking: words only
+(lexical), meaning only (semantic: the default embedding model, EMBEDDING_MODELS) and both
+fused (hybrid, the default), as ``ranking_options.hybrid_search`` weights choose them.
 
 - quality: a handbook of 220 documents written from code (22 subjects, each for 10 offices,
   with boilerplate every document shares) and 50 labelled questions that paraphrase them
   (other word forms, other word order, some without the subject's own words); recall@5 is the
   share of questions whose document is among the files of the first 5 results of
   ``vector_stores.search``, and MRR the mean reciprocal rank of that document;
-- ingest: chunks per second of ``ingest.ingest`` (read, chunk, analyze, index and commit),
-  one file after another in one thread as a worker's task runs it, by wall clock and by the
-  process's CPU time;
+- ingest: chunks per second of ``ingest.ingest`` (read, chunk, analyze, embed, index and
+  commit), one file after another in one thread as a worker's task runs it, by wall clock
+  and by the process's CPU time, for a store without an embedding model and one with;
 - search: a store of ``--chunks`` chunks (100,000 by default; built with the index writes
-  of ingestion, ``indexing.add_chunks``, from pseudo-words drawn from a Zipf law), then
-  ``--queries`` searches of 2 to 5 of those words; p50 and p95 of their wall time.
+  of ingestion, ``indexing.add_chunks``, from pseudo-words drawn from a Zipf law, and their
+  vectors), then ``--queries`` searches of 2 to 5 of those words; p50 and p95 of their wall
+  time, once the first query has read the index and the vectors into memory.
 
     .venv/bin/python bench/vector_stores.py [--databases postgresql,sqlite] [--chunks 100000]
 
 It starts its own PostgreSQL and Redis (scripts/test-services.sh in .run/bench-vector-stores)
-and stops them. The last line is ``vector_stores: recall@5 <r>, ingest <n> chunks/s, search
-p50 <ms> ms`` (the first database's figures).
+and stops them. The last line sums up the first database's figures.
 """
 
 from __future__ import annotations
@@ -39,6 +41,9 @@ if str(ROOT) not in sys.path:  # run as a script, only bench/ would be on sys.pa
 from bench.harness import per_database  # noqa: E402
 
 SERVICES_DIR = ROOT / ".run" / "bench-vector-stores"
+# The rankings measured, as ranking_options.hybrid_search weights (embedding, text): words
+# only, meaning only, both fused (the default).
+RANKINGS = {"lexical": (0.0, 1.0), "semantic": (1.0, 0.0), "hybrid": (1.0, 1.0)}
 
 # --- the handbook ------------------------------------------------------------------------------
 
@@ -156,50 +161,70 @@ def add_files(tenant: Any, store: Any, documents: dict[str, str]) -> list[int]:
 
 
 def quality(tenant: Any) -> dict[str, Any]:
+    """recall@5 and MRR of the handbook's questions for each ranking: words only, meaning
+    only, and both fused (the default, hybrid)."""
     from responses_app.models import VectorStore
+    from responses_app.validation.search_options import Ranking
     from responses_app.vector_stores import ingest
-    from responses_app.vector_stores.search import search
 
     documents, questions = handbook()
     store = new_store(tenant, "handbook")
     for pk in add_files(tenant, store, documents):
         ingest.ingest(pk)
     store = VectorStore.objects.get(pk=store.pk)
+    figures = {"documents": len(documents), "questions": len(questions), "chunks": store.chunk_count,
+               "embedding_model": store.embedding_model}
+    for name, (embedding_weight, text_weight) in RANKINGS.items():
+        figures[name] = ranked_quality(store, questions, Ranking(0.0, embedding_weight, text_weight))
+    return figures
+
+
+def ranked_quality(store: Any, questions: list[tuple[str, str]], ranking: Any) -> dict[str, float]:
+    from responses_app.vector_stores.search import search
+
     found, reciprocal = 0, 0.0
     for question, answer in questions:
         files: list[str] = []
-        for result in search([store], [question], None, 50):
+        for result in search([store], [question], None, 50, ranking):
             if result.vector_store_file.file.filename not in files:
                 files.append(result.vector_store_file.file.filename)
         found += answer in files[:5]
         reciprocal += 1 / (files.index(answer) + 1) if answer in files else 0
-    return {"documents": len(documents), "questions": len(questions), "chunks": store.chunk_count,
-            "recall_at_5": found / len(questions), "mrr": reciprocal / len(questions)}
+    return {"recall_at_5": found / len(questions), "mrr": reciprocal / len(questions)}
 
 
 def ingest_speed(tenant: Any, files: int) -> dict[str, Any]:
+    """Chunks per second, for a store without an embedding model (the lexical index only)
+    and for one with the default model (its vectors too)."""
     from responses_app.models import VectorStore
     from responses_app.vector_stores import ingest
 
     rng = random.Random(11)
     words = [f"{rng.choice('bcdfghklmnprstvz')}{rng.choice('aeiou')}{rng.choice('bcdfghklmnprstvz')}"
              f"{rng.choice('aeiou')}{n}" for n in range(5000)]
-    # Files of about 3,000 tokens: 7 chunks each at the auto strategy (800 tokens, 400 overlap).
-    documents = {f"doc-{n}.txt": " ".join(rng.choices(words, k=1500)) for n in range(files)}
-    store = new_store(tenant, "ingest")
-    pending = add_files(tenant, store, documents)
-    wall, cpu = time.perf_counter(), time.process_time()
-    for pk in pending:
-        ingest.ingest(pk)
-    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    chunks = VectorStore.objects.get(pk=store.pk).chunk_count
-    return {"files": files, "chunks": chunks, "chunks_per_s": chunks / wall, "chunks_per_cpu_s": chunks / cpu}
+    figures: dict[str, Any] = {"files": files}
+    for name in ("lexical", "hybrid"):
+        # Files of about 3,000 tokens: 7 chunks each at the auto strategy (800 tokens, 400 overlap).
+        documents = {f"doc-{n}.txt": " ".join(rng.choices(words, k=1500)) for n in range(files)}
+        store = new_store(tenant, f"ingest-{name}")
+        if name == "lexical":
+            VectorStore.objects.filter(pk=store.pk).update(embedding_model="")
+        pending = add_files(tenant, store, documents)
+        wall, cpu = time.perf_counter(), time.process_time()
+        for pk in pending:
+            ingest.ingest(pk)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+        chunks = VectorStore.objects.get(pk=store.pk).chunk_count
+        figures[name] = {"chunks": chunks, "chunks_per_s": chunks / wall, "chunks_per_cpu_s": chunks / cpu}
+    return figures
 
 
 def search_speed(tenant: Any, chunks: int, queries: int) -> dict[str, Any]:
     from django.db import transaction
 
+    from responses_app.embeddings.registry import embedding_model
     from responses_app.models import StoredFile, VectorStore, VectorStoreFile
+    from responses_app.validation.search_options import Ranking
     from responses_app.vector_stores import indexing
     from responses_app.vector_stores.analysis import terms
     from responses_app.vector_stores.search import search
@@ -209,6 +234,7 @@ def search_speed(tenant: Any, chunks: int, queries: int) -> dict[str, Any]:
                   f"{rng.choice('aeiou')}{rng.choice('bcdfghklmnprstvz')}{n}" for n in range(30000)]
     weights = [1 / (rank + 1) for rank in range(len(vocabulary))]  # Zipf's law
     store = new_store(tenant, "search")
+    model = embedding_model(store.embedding_model) if store.embedding_model else None
     per_file, built = 500, time.perf_counter()
     for first in range(0, chunks, per_file):
         row = StoredFile.objects.create(tenant=tenant, filename=f"part-{first}.txt", purpose="assistants", bytes=1,
@@ -219,20 +245,26 @@ def search_speed(tenant: Any, chunks: int, queries: int) -> dict[str, Any]:
         for _ in range(min(per_file, chunks - first)):
             text = " ".join(rng.choices(vocabulary, weights, k=150))
             pieces.append((text, terms(text)))
+        vectors = model.embed([text for text, _ in pieces]) if model else None
         with transaction.atomic():
-            indexing.add_chunks(store_file, pieces)
+            indexing.add_chunks(store_file, pieces, vectors)
     built = time.perf_counter() - built
     store = VectorStore.objects.get(pk=store.pk)
     samples = [" ".join(rng.choices(vocabulary, weights, k=rng.randint(2, 5))) for _ in range(queries)]
-    search([store], [samples[0]], None, 10)  # warm: the first query reads the index into memory
-    times = []
-    for query in samples:
-        start = time.perf_counter()
-        search([store], [query], None, 10)
-        times.append((time.perf_counter() - start) * 1000)
-    times.sort()
-    return {"chunks": store.chunk_count, "build_s": built, "queries": queries,
-            "p50_ms": statistics.median(times), "p95_ms": times[int(len(times) * 0.95) - 1]}
+    figures: dict[str, Any] = {"chunks": store.chunk_count, "build_s": built, "queries": queries}
+    for name, (embedding_weight, text_weight) in RANKINGS.items():
+        ranking = Ranking(0.0, embedding_weight, text_weight)
+        warm = time.perf_counter()  # the first query reads the index (and the vectors) into memory
+        search([store], [samples[0]], None, 10, ranking)
+        times = []
+        for query in samples:
+            start = time.perf_counter()
+            search([store], [query], None, 10, ranking)
+            times.append((time.perf_counter() - start) * 1000)
+        times.sort()
+        figures[name] = {"first_ms": (time.perf_counter() - warm) * 1000 - sum(times),
+                         "p50_ms": statistics.median(times), "p95_ms": times[int(len(times) * 0.95) - 1]}
+    return figures
 
 
 # --- the parent ---------------------------------------------------------------------------------
@@ -259,18 +291,27 @@ def main() -> str:
         results[database] = figures
         quality_, ingest_, search_ = figures["quality"], figures["ingest"], figures["search"]
         print(f"{database}: quality: {quality_['documents']} documents ({quality_['chunks']} chunks), "
-              f"{quality_['questions']} questions: recall@5 {quality_['recall_at_5']:.2f}, MRR {quality_['mrr']:.2f}"
-              f" (lexical; no embedding model configured)", flush=True)
-        print(f"{database}: ingest: {ingest_['chunks']} chunks of {ingest_['files']} files: "
-              f"{ingest_['chunks_per_s']:.0f} chunks/s, {ingest_['chunks_per_cpu_s']:.0f} chunks per CPU second",
-              flush=True)
+              f"{quality_['questions']} questions, embedding model {quality_['embedding_model'] or 'none'}", flush=True)
+        for name in RANKINGS:
+            print(f"{database}:   {name:8} recall@5 {quality_[name]['recall_at_5']:.2f}, "
+                  f"MRR {quality_[name]['mrr']:.2f}", flush=True)
+        for name in ("lexical", "hybrid"):
+            ingested = ingest_[name]
+            print(f"{database}: ingest ({name}): {ingested['chunks']} chunks of {ingest_['files']} files: "
+                  f"{ingested['chunks_per_s']:.0f} chunks/s, {ingested['chunks_per_cpu_s']:.0f} chunks per CPU "
+                  "second", flush=True)
         print(f"{database}: search: {search_['chunks']} chunks (built in {search_['build_s']:.0f} s), "
-              f"{search_['queries']} queries: p50 {search_['p50_ms']:.1f} ms, p95 {search_['p95_ms']:.1f} ms",
-              flush=True)
+              f"{search_['queries']} queries each", flush=True)
+        for name in RANKINGS:
+            timed = search_[name]
+            print(f"{database}:   {name:8} p50 {timed['p50_ms']:.1f} ms, p95 {timed['p95_ms']:.1f} ms "
+                  f"(first query {timed['first_ms']:.0f} ms)", flush=True)
     first = next(iter(results.values()))
-    return (f"vector_stores: recall@5 {first['quality']['recall_at_5']:.2f}, ingest "
-            f"{first['ingest']['chunks_per_s']:.0f} chunks/s, search p50 {first['search']['p50_ms']:.1f} ms")
-
+    return (f"vector_stores: recall@5 {first['quality']['lexical']['recall_at_5']:.2f} lexical, "
+            f"{first['quality']['hybrid']['recall_at_5']:.2f} hybrid; ingest "
+            f"{first['ingest']['lexical']['chunks_per_s']:.0f} chunks/s lexical, "
+            f"{first['ingest']['hybrid']['chunks_per_s']:.0f} hybrid; search p50 "
+            f"{first['search']['lexical']['p50_ms']:.1f} ms lexical, {first['search']['hybrid']['p50_ms']:.1f} hybrid")
 
 if __name__ == "__main__":
     line = main()

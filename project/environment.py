@@ -67,6 +67,10 @@ VARIABLES: tuple[Variable, ...] = (
              "JSON: model id → engine settings; each model gets the Celery queue `model.<id>` unless it names one.",
              documented_default='`{"echo": {"engine": "echo", "max_model_len": 131072}}`'),
     Variable("MODEL_REGISTRY_FILE", None, "A JSON file with the registry, used when `MODEL_REGISTRY` is unset."),
+    Variable("EMBEDDING_MODELS", '{"wordllama-l2-supercat": {"engine": "wordllama"}}',
+             "JSON: embedding model id → engine settings, served by `POST /v1/embeddings` ([Embeddings]"
+             "(file-search.md#embeddings)). The one engine, `wordllama`, is a static model whose weights come with "
+             "the `wordllama` package (256 dimensions, CPU only)."),
     Variable("HARMONY_VOCAB_DIR", None,
              "Where `o200k_base.tiktoken` is written (`manage.py write_harmony_vocab`); harmony never downloads it.",
              documented_default="`.cache/harmony`"),
@@ -208,6 +212,13 @@ VARIABLES: tuple[Variable, ...] = (
              "Starts of a file's ingestion that stalled before it fails with a `server_error` (waiting in the "
              "queue is no attempt)."),
     Variable("VECTOR_STORE_SWEEP_INTERVAL_S", "15", "Period of the beat task that sends stalled ingestions again."),
+    Variable("VECTOR_STORE_EMBEDDING_MODEL", "wordllama-l2-supercat",
+             "The model of `EMBEDDING_MODELS` that embeds the chunks of new vector stores, whose searches then rank "
+             "by meaning and by words together (hybrid); empty: words only. A store keeps the model it was created "
+             "with."),
+    Variable("VECTOR_STORE_VECTOR_CACHE_MB", "512",
+             "Each web process keeps the chunk vectors of the stores it searched in memory, at most this many MiB "
+             "(the least recently searched go first)."),
     Variable("COMPACTION_MAX_OUTPUT_TOKENS", "2048",
              "The most tokens the model may spend on the summary turn of `responses.compact`."),
     Variable("SANDBOX_MEMORY_MB", "1024", "Limit of one python call: its address space."),

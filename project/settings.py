@@ -371,6 +371,13 @@ VECTOR_STORE_MAX_BYTES = integer("VECTOR_STORE_MAX_BYTES")
 VECTOR_STORE_FILE_MAX_BYTES = integer("VECTOR_STORE_FILE_MAX_BYTES")
 VECTOR_STORE_INGEST_STALL_S = number("VECTOR_STORE_INGEST_STALL_S")
 VECTOR_STORE_INGEST_MAX_ATTEMPTS = integer("VECTOR_STORE_INGEST_MAX_ATTEMPTS")
+# Embedding models: id -> {"engine": "wordllama"} (responses_app/embeddings/registry.py).
+EMBEDDING_MODELS: dict[str, dict] = json.loads(text("EMBEDDING_MODELS"))
+# The model that embeds new stores' chunks ("" for lexical search only).
+VECTOR_STORE_EMBEDDING_MODEL = text("VECTOR_STORE_EMBEDDING_MODEL")
+if VECTOR_STORE_EMBEDDING_MODEL and VECTOR_STORE_EMBEDDING_MODEL not in EMBEDDING_MODELS:
+    raise ValueError(f"VECTOR_STORE_EMBEDDING_MODEL {VECTOR_STORE_EMBEDDING_MODEL!r} is not in EMBEDDING_MODELS")
+VECTOR_STORE_VECTOR_CACHE_BYTES = int(number("VECTOR_STORE_VECTOR_CACHE_MB") * 2**20)
 # --- Batches (client.batches) ----------------------------------------------------------------
 # How long a batch may take ("24h", the one completion_window): at its end the requests not
 # yet ended are reported expired. Shorter only for tests.

@@ -77,7 +77,7 @@ class VectorStoreAdmin(ReadOnly, admin.ModelAdmin):
     fields = (("id", "tenant", "name"), "description", "metadata_json",
               ("status_badge", "file_counts", "usage_bytes"),
               ("created_at", "last_active_at", "expires_after_days", "expires"),
-              ("chunk_count", "term_count"), "file_table")
+              ("chunk_count", "term_count", "embedding_model"), "file_table")
     readonly_fields = tuple(name for line in fields for name in (line if isinstance(line, tuple) else (line,)))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[VectorStore]:

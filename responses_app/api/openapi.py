@@ -21,6 +21,8 @@ from openai.types import (
     ContainerCreateResponse,
     ContainerListResponse,
     ContainerRetrieveResponse,
+    CreateEmbeddingResponse,
+    EmbeddingCreateParams,
     FileObject,
     Model,
     VectorStore,
@@ -120,6 +122,8 @@ SDK_TYPES = (
     ("ContainerFileRetrieveResponse", FileRetrieveResponse, "serialization"),
     ("InputTokenCountResponse", InputTokenCountResponse, "serialization"),
     ("FileObject", FileObject, "serialization"),
+    ("EmbeddingCreateParams", EmbeddingCreateParams, "validation"),
+    ("CreateEmbeddingResponse", CreateEmbeddingResponse, "serialization"),
     ("Batch", Batch, "serialization"),
     ("BatchCreateParams", BatchCreateParams, "validation"),
     ("VectorStore", VectorStore, "serialization"),
@@ -391,6 +395,12 @@ FILE_RETRIEVE = extend_schema(operation_id="retrieveFile", summary="Retrieve a f
                               responses={200: OpenApiResponse(ref("FileObject"))})
 FILE_DELETE = extend_schema(operation_id="deleteFile", summary="Delete a file and its bytes",
                             responses={200: OpenApiResponse(deleted("file"))})
+EMBEDDINGS_CREATE = extend_schema(
+    operation_id="createEmbedding", summary="Embed texts or token ids with an embedding model",
+    request={"application/json": ref("EmbeddingCreateParams")},
+    examples=[OpenApiExample("Two texts", request_only=True,
+                             value={"model": "wordllama-l2-supercat", "input": ["a cat", "a dog"]})],
+    responses={200: OpenApiResponse(ref("CreateEmbeddingResponse"))})
 FILE_CONTENT = extend_schema(
     operation_id="retrieveFileContent", summary="Download a file's bytes",
     responses={(200, "application/octet-stream"): OpenApiResponse({"type": "string", "contentEncoding": "binary"})})

@@ -46,6 +46,12 @@ class VectorStore(models.Model):
     # the transactions that index and unindex a file.
     chunk_count = models.PositiveIntegerField(default=0)
     term_count = models.PositiveBigIntegerField(default=0)
+    # The model of settings.EMBEDDING_MODELS that embeds its chunks, fixed at its create so
+    # that all of its vectors compare ("": lexical search only).
+    embedding_model = models.CharField(max_length=128, blank=True)
+    # One more with every change to its chunks: a process's copy of its vectors
+    # (vector_stores/vectors.py) is good while it was read at the version now stored.
+    index_version = models.PositiveBigIntegerField(default=0)
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "created_at"])]
@@ -109,6 +115,8 @@ class VectorStoreChunk(models.Model):
     # token so that the index finds a store's chunks without a second index.
     terms = models.TextField()
     term_count = models.PositiveIntegerField()
+    # Its unit vector by the store's embedding model, float16 little-endian (null without one).
+    embedding = models.BinaryField(null=True)
 
     class Meta:
         indexes = [models.Index(fields=["vector_store_file", "position"])]

@@ -74,21 +74,46 @@ def parse_max_num_results(value: Any, param: str) -> int:
     return value
 
 
-def parse_ranking_options(value: Any, param: str) -> float:
-    """The score threshold of ``ranking_options`` (0 when absent); ``ranker`` is checked and
-    otherwise a hint: every ranker here is the one hybrid ranking (docs/file-search.md)."""
+@dataclass(frozen=True)
+class Ranking:
+    """``ranking_options``: the least score of a result, and the weights of the two rankings
+    that hybrid search fuses (``hybrid_search``; equal unless told)."""
+
+    score_threshold: float = 0.0
+    embedding_weight: float = 1.0
+    text_weight: float = 1.0
+
+
+def parse_ranking_options(value: Any, param: str) -> Ranking:
+    """``ranker`` is checked and otherwise a hint: every ranker here is the one ranking
+    (docs/file-search.md)."""
     if value is None:
-        return 0.0
+        return Ranking()
     if not isinstance(value, dict):
         raise invalid_type(param, "an object", value)
-    body_fields(value, ("ranker", "score_threshold", "hybrid_search"))
-    if value.get("ranker") is not None and value["ranker"] not in RANKERS:
-        raise InvalidRequest(f"Invalid value for '{param}.ranker': {value['ranker']!r}. Supported values are: "
+    fields = body_fields(value, ("ranker", "score_threshold", "hybrid_search"))
+    if fields.get("ranker") is not None and fields["ranker"] not in RANKERS:
+        raise InvalidRequest(f"Invalid value for '{param}.ranker': {fields['ranker']!r}. Supported values are: "
                              f"{', '.join(RANKERS)}.", param=f"{param}.ranker", code="invalid_value")
-    threshold = value.get("score_threshold", 0.0)
-    if threshold is None:
-        return 0.0
-    if not isinstance(threshold, int | float) or isinstance(threshold, bool) or not 0 <= threshold <= 1:
+    threshold = fields.get("score_threshold", 0.0)
+    if not _is_number(threshold) or not 0 <= threshold <= 1:
         raise InvalidRequest(f"'{param}.score_threshold' is a number from 0 to 1.",
                              param=f"{param}.score_threshold", code="invalid_value")
-    return float(threshold)
+    if "hybrid_search" not in fields:
+        return Ranking(float(threshold))
+    hybrid_param = f"{param}.hybrid_search"
+    if not isinstance(fields["hybrid_search"], dict):
+        raise invalid_type(hybrid_param, "an object", fields["hybrid_search"])
+    hybrid = body_fields(fields["hybrid_search"], ("embedding_weight", "text_weight"),
+                         required=("embedding_weight", "text_weight"))
+    for name, weight in hybrid.items():
+        if not _is_number(weight) or weight < 0:
+            raise InvalidRequest(f"'{hybrid_param}.{name}' is a number of at least 0.",
+                                 param=f"{hybrid_param}.{name}", code="invalid_value")
+    if not hybrid["embedding_weight"] and not hybrid["text_weight"]:
+        raise InvalidRequest(f"'{hybrid_param}' needs a weight above 0.", param=hybrid_param, code="invalid_value")
+    return Ranking(float(threshold), float(hybrid["embedding_weight"]), float(hybrid["text_weight"]))
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -7,7 +7,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from responses_app.validation.create import MAX_METADATA_KEY, MAX_METADATA_PAIRS, MAX_METADATA_VALUE, parse_metadata
-from responses_app.validation.search_options import Filter, parse_filter, parse_max_num_results, parse_ranking_options
+from responses_app.validation.search_options import (
+    Filter,
+    Ranking,
+    parse_filter,
+    parse_max_num_results,
+    parse_ranking_options,
+)
 from responses_app.wire.errors import InvalidRequest, invalid_type
 from responses_app.wire.request_body import body_fields
 
@@ -100,7 +106,7 @@ class SearchRequest:
     queries: list[str]
     filters: Filter | None
     max_num_results: int
-    score_threshold: float
+    ranking: Ranking
     rewrite_query: bool
 
 
@@ -198,7 +204,7 @@ def parse_search(body: Any) -> SearchRequest:
         raise invalid_type("rewrite_query", "a boolean", rewrite)
     return SearchRequest(queries=queries, filters=parse_filter(fields["filters"]) if "filters" in fields else None,
                          max_num_results=parse_max_num_results(fields.get("max_num_results", 10), "max_num_results"),
-                         score_threshold=parse_ranking_options(fields.get("ranking_options"), "ranking_options"),
+                         ranking=parse_ranking_options(fields.get("ranking_options"), "ranking_options"),
                          rewrite_query=rewrite)
 
 

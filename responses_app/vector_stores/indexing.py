@@ -7,27 +7,34 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 from django.db import connection
 from django.db.models import F
 
 from responses_app.models import VectorStore, VectorStoreChunk, VectorStoreFile, VectorStoreTerm
 from responses_app.vector_stores.analysis import store_token
+from responses_app.vector_stores.vectors import vector_bytes
 
 INSERT_BATCH = 500
 TERM_TABLE = VectorStoreTerm._meta.db_table
 
 
-def add_chunks(store_file: VectorStoreFile, pieces: Sequence[tuple[str, list[str]]]) -> None:
-    """The file's chunks (text, terms), in order, into its store's index."""
+def add_chunks(store_file: VectorStoreFile, pieces: Sequence[tuple[str, list[str]]],
+               vectors: np.ndarray | None = None) -> None:
+    """The file's chunks (text, terms), in order, into its store's index, with their unit
+    vectors (a row each) where the store has an embedding model."""
     token = store_token(store_file.vector_store_id)
+    stored = [None] * len(pieces) if vectors is None else [vector_bytes(vector) for vector in vectors]
     VectorStoreChunk.objects.bulk_create(
         (VectorStoreChunk(vector_store_id=store_file.vector_store_id, vector_store_file=store_file, position=n,
-                          text=text, terms=" ".join([token, *chunk_terms]), term_count=len(chunk_terms))
-         for n, (text, chunk_terms) in enumerate(pieces)), batch_size=INSERT_BATCH)
+                          text=text, terms=" ".join([token, *chunk_terms]), term_count=len(chunk_terms),
+                          embedding=embedding)
+         for n, ((text, chunk_terms), embedding) in enumerate(zip(pieces, stored, strict=True))),
+        batch_size=INSERT_BATCH)
     _count_terms(store_file.vector_store_id, Counter(term for _, chunk_terms in pieces for term in set(chunk_terms)),
                  sign=1)
     VectorStore.objects.filter(pk=store_file.vector_store_id).update(
-        chunk_count=F("chunk_count") + len(pieces),
+        chunk_count=F("chunk_count") + len(pieces), index_version=F("index_version") + 1,
         term_count=F("term_count") + sum(len(chunk_terms) for _, chunk_terms in pieces))
 
 
@@ -41,7 +48,8 @@ def remove_chunks(store_file: VectorStoreFile) -> None:
                  sign=-1)
     VectorStoreChunk.objects.filter(vector_store_file=store_file).delete()
     VectorStore.objects.filter(pk=store_file.vector_store_id).update(
-        chunk_count=F("chunk_count") - len(chunks), term_count=F("term_count") - sum(n for _, n in chunks))
+        chunk_count=F("chunk_count") - len(chunks), term_count=F("term_count") - sum(n for _, n in chunks),
+        index_version=F("index_version") + 1)
 
 
 def _count_terms(store_id: str, held: Counter[str], sign: int) -> None:

@@ -1,6 +1,7 @@
 """Ingestion, a job on the Celery queue (settings.VECTOR_STORE_QUEUE, which GPU nodes do not
 consume, so that it never delays a response): a vector store file's text read, cut into
-chunks, analyzed, and indexed in the one transaction that marks it ``completed``.
+chunks, analyzed (and embedded, where the store has an embedding model), and indexed in the
+one transaction that marks it ``completed``.
 
 A worker killed midway leaves the file ``in_progress`` with nothing indexed; beat's sweep
 sends it again once it has shown no progress for VECTOR_STORE_INGEST_STALL_S, and fails it
@@ -13,12 +14,14 @@ import logging
 import time
 from datetime import timedelta
 
+import numpy as np
 from celery import current_app
 from django.conf import settings
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from responses_app.embeddings.registry import embedding_model, is_served
 from responses_app.files.store import open_content
 from responses_app.files.text import UnreadableFile, file_text
 from responses_app.models import VectorStoreFile, VectorStoreFileStatus
@@ -51,7 +54,7 @@ def ingest(store_file_id: int) -> None:
     """Index the file, or fail it with the reason; nothing for a file no longer in progress."""
     if not _start(store_file_id):
         return
-    store_file = (VectorStoreFile.objects.select_related("file")
+    store_file = (VectorStoreFile.objects.select_related("file", "vector_store")
                   .filter(pk=store_file_id, status=VectorStoreFileStatus.IN_PROGRESS).first())
     if store_file is None:
         return
@@ -60,6 +63,7 @@ def ingest(store_file_id: int) -> None:
     except IngestFailed as failure:
         _fail(store_file, failure.code, str(failure))
         return
+    vectors = _embedded(store_file, pieces)
     usage = sum(len(text.encode()) for text, _ in pieces)
     with transaction.atomic():
         # The flip first: a cancel or a second ingestion that got there before finds nothing
@@ -67,7 +71,7 @@ def ingest(store_file_id: int) -> None:
         if not VectorStoreFile.objects.filter(pk=store_file.pk, status=VectorStoreFileStatus.IN_PROGRESS).update(
                 status=VectorStoreFileStatus.COMPLETED, usage_bytes=usage, last_error=None):
             return
-        indexing.add_chunks(store_file, pieces)
+        indexing.add_chunks(store_file, pieces, vectors)
 
 
 def _start(store_file_id: int) -> bool:
@@ -117,6 +121,19 @@ def _analyzed_chunks(store_file: VectorStoreFile) -> list[tuple[str, list[str]]]
     if not any(chunk_terms for _, chunk_terms in pieces):
         raise IngestFailed("invalid_file", f"'{store_file.file.filename}' has no words to index.")
     return pieces
+
+
+def _embedded(store_file: VectorStoreFile, pieces: list[tuple[str, list[str]]]) -> np.ndarray | None:
+    """The chunks' unit vectors by the store's embedding model; None without one (or when
+    the registry no longer serves it: the store's search is then lexical)."""
+    model_id = store_file.vector_store.embedding_model
+    if not model_id:
+        return None
+    if not is_served(model_id):
+        log.warning("vector store %s: its embedding model %r is not in EMBEDDING_MODELS; file %s indexed "
+                    "without vectors", store_file.vector_store_id, model_id, store_file.file_id)
+        return None
+    return embedding_model(model_id).embed([text for text, _ in pieces])
 
 
 def _fail(store_file: VectorStoreFile, code: str, message: str) -> None:

@@ -1,6 +1,13 @@
-"""Search over vector stores: candidates from the database's lexical index (index.py), each
-scored by BM25 with the searched stores' own statistics and brought to 0..1 by the best score
-the query could reach, so that ``score_threshold`` means the same on SQLite and PostgreSQL."""
+"""Search over vector stores: the chunks that share the queries' words, from the database's
+lexical index (index.py), and, for stores with an embedding model, the chunks nearest to the
+queries' meaning (vectors.py); every candidate scored by both (BM25 with the searched
+stores' own statistics, brought to 0..1 by the best score the query could reach; cosine
+similarity), the two rankings fused by weighted reciprocal rank fusion.
+
+The results come in the fused order. A result's score is its relevance, the weighted mean
+of its two scores (with words only, its BM25 score): 0..1, the same on SQLite and
+PostgreSQL, and what ``score_threshold`` compares (a rank says nothing of how well a chunk
+matches: every query has a first)."""
 
 from __future__ import annotations
 
@@ -12,16 +19,17 @@ from dataclasses import dataclass
 from django.db.models import Sum
 
 from responses_app.models import VectorStore, VectorStoreChunk, VectorStoreFile, VectorStoreFileStatus, VectorStoreTerm
-from responses_app.validation.search_options import Filter
-from responses_app.vector_stores import index
+from responses_app.validation.search_options import Filter, Ranking
+from responses_app.vector_stores import index, vectors
 from responses_app.vector_stores.analysis import store_token, terms
 from responses_app.vector_stores.filters import matches
 
 K1 = 1.2  # BM25's term frequency saturation
 B = 0.75  # and its length normalization, at their usual values
-CANDIDATES = 200  # chunks scored per search
+CANDIDATES = 200  # chunks taken from each ranking per search
 COMMON_SHARE = 0.05  # a term in more of the chunks than this (and than COMMON_CHUNKS) finds no candidates
 COMMON_CHUNKS = 2000
+RRF_K = 60  # reciprocal rank fusion's constant, as in its paper (Cormack et al., 2009)
 
 
 @dataclass(frozen=True)
@@ -32,30 +40,82 @@ class SearchResult:
 
 
 def search(stores: Sequence[VectorStore], queries: Sequence[str], filter_: Filter | None, max_num_results: int,
-           score_threshold: float = 0.0) -> list[SearchResult]:
-    """The best chunks for the queries (their terms together), best first: at most
-    ``max_num_results``, each scoring at least ``score_threshold``."""
-    query_terms = list(dict.fromkeys(term for query in queries for term in terms(query)))
-    chunk_total = sum(store.chunk_count for store in stores)
-    if not query_terms or not chunk_total:
+           ranking: Ranking = Ranking()) -> list[SearchResult]:
+    """The best chunks for the queries, in the fused order: at most ``max_num_results``, each
+    scoring at least ``ranking.score_threshold``."""
+    if not sum(store.chunk_count for store in stores):
         return []
-    store_ids = [store.pk for store in stores]
-    average_length = sum(store.term_count for store in stores) / chunk_total
-    frequencies = dict(VectorStoreTerm.objects.filter(vector_store_id__in=store_ids, term__in=query_terms)
-                       .values_list("term").annotate(Sum("chunks")))
-    idf = {term: math.log(1 + (chunk_total - held + 0.5) / (held + 0.5))
-           for term, held in frequencies.items() if held > 0}
-    file_ids = None if filter_ is None else _matching_files(store_ids, filter_)
-    found = index.candidates([store_token(pk) for pk in store_ids], _selective(idf, frequencies, chunk_total),
-                             file_ids, CANDIDATES)
-    best = sum(idf.values()) * (K1 + 1)
-    results = []
-    for chunk in VectorStoreChunk.objects.filter(pk__in=found).select_related("vector_store_file__file"):
-        score = _bm25(chunk, idf, average_length) / best
-        if score >= score_threshold:
-            results.append(SearchResult(chunk.vector_store_file, chunk.text, score))
-    results.sort(key=lambda result: -result.score)
-    return results[:max_num_results]
+    file_ids = None if filter_ is None else _matching_files([store.pk for store in stores], filter_)
+    bm25 = _Bm25.of(stores, queries)
+    found = bm25.candidates(stores, file_ids) if bm25 is not None and ranking.text_weight else []
+    semantic = dict(vectors.nearest(stores, queries, file_ids, CANDIDATES)) if ranking.embedding_weight else {}
+    lexical = {pk: bm25.score(chunk_terms, term_count) if bm25 is not None else 0.0
+               for pk, chunk_terms, term_count in VectorStoreChunk.objects.filter(pk__in=[*found, *semantic])
+               .values_list("pk", "terms", "term_count")}
+    if semantic:
+        order = _fused(_ranked(lexical), _ranked(semantic), ranking)
+        total = ranking.text_weight + ranking.embedding_weight
+        scores = {pk: (ranking.text_weight * lexical.get(pk, 0.0) + ranking.embedding_weight
+                       * max(semantic.get(pk, 0.0), 0.0)) / total for pk in order}
+    else:
+        order, scores = _ranked(lexical), lexical
+    best = [pk for pk in order if scores[pk] >= ranking.score_threshold and scores[pk] > 0][:max_num_results]
+    chunks = VectorStoreChunk.objects.select_related("vector_store_file__file").in_bulk(best)
+    return [SearchResult(chunks[pk].vector_store_file, chunks[pk].text, scores[pk]) for pk in best if pk in chunks]
+
+
+@dataclass(frozen=True)
+class _Bm25:
+    """BM25 for a search's query terms, with the searched stores' statistics."""
+
+    idf: dict[str, float]
+    frequencies: dict[str, int]  # chunks holding each term
+    chunk_total: int
+    average_length: float
+
+    @property
+    def best(self) -> float:
+        return sum(self.idf.values()) * (K1 + 1)  # every term, as often as saturation allows
+
+    @classmethod
+    def of(cls, stores: Sequence[VectorStore], queries: Sequence[str]) -> _Bm25 | None:
+        """None when no term of the queries is in the stores."""
+        query_terms = list(dict.fromkeys(term for query in queries for term in terms(query)))
+        if not query_terms:
+            return None
+        chunk_total = sum(store.chunk_count for store in stores)
+        frequencies = dict(VectorStoreTerm.objects.filter(vector_store_id__in=[store.pk for store in stores],
+                                                          term__in=query_terms)
+                           .values_list("term").annotate(Sum("chunks")))
+        idf = {term: math.log(1 + (chunk_total - held + 0.5) / (held + 0.5))
+               for term, held in frequencies.items() if held > 0}
+        average_length = sum(store.term_count for store in stores) / chunk_total
+        return cls(idf, frequencies, chunk_total, average_length) if idf else None
+
+    def candidates(self, stores: Sequence[VectorStore], file_ids: list[int] | None) -> list[int]:
+        """Up to CANDIDATES chunks that hold the query's selective terms."""
+        return index.candidates([store_token(store.pk) for store in stores],
+                                _selective(self.idf, self.frequencies, self.chunk_total), file_ids, CANDIDATES)
+
+    def score(self, chunk_terms: str, term_count: int) -> float:
+        """0..1: the chunk's BM25 over the best the query could reach."""
+        held = Counter(term for term in chunk_terms.split() if term in self.idf)
+        norm = K1 * (1 - B + B * term_count / self.average_length)
+        return sum(self.idf[term] * count * (K1 + 1) / (count + norm) for term, count in held.items()) / self.best
+
+
+def _ranked(scores: dict[int, float]) -> list[int]:
+    """The chunks that score above 0, best first."""
+    return sorted((pk for pk, score in scores.items() if score > 0), key=lambda pk: -scores[pk])
+
+
+def _fused(lexical: list[int], semantic: list[int], ranking: Ranking) -> list[int]:
+    """Weighted reciprocal rank fusion of the two rankings."""
+    fused: Counter[int] = Counter()
+    for weight, ranked in ((ranking.text_weight, lexical), (ranking.embedding_weight, semantic)):
+        for rank, pk in enumerate(ranked, start=1):
+            fused[pk] += weight / (RRF_K + rank)
+    return [pk for pk, _ in fused.most_common()]
 
 
 def _selective(idf: dict[str, float], frequencies: dict[str, int], chunk_total: int) -> dict[str, float]:
@@ -66,12 +126,6 @@ def _selective(idf: dict[str, float], frequencies: dict[str, int], chunk_total: 
     most = max(COMMON_SHARE * chunk_total, COMMON_CHUNKS)
     selective = {term: value for term, value in idf.items() if frequencies[term] <= most}
     return selective or dict(sorted(idf.items(), key=lambda pair: -pair[1])[:2])
-
-
-def _bm25(chunk: VectorStoreChunk, idf: dict[str, float], average_length: float) -> float:
-    held = Counter(term for term in chunk.terms.split() if term in idf)
-    norm = K1 * (1 - B + B * chunk.term_count / average_length)
-    return sum(idf[term] * count * (K1 + 1) / (count + norm) for term, count in held.items())
 
 
 def _matching_files(store_ids: list[str], filter_: Filter) -> list[int]:

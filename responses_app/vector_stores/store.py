@@ -27,7 +27,7 @@ from responses_app.models import (
     VectorStoreFileStatus,
 )
 from responses_app.observability import recorder
-from responses_app.validation.search_options import Filter, parse_filter, parse_ranking_options
+from responses_app.validation.search_options import Filter, Ranking, parse_filter, parse_ranking_options
 from responses_app.validation.vector_stores import (
     Attributes,
     FileToAttach,
@@ -56,7 +56,8 @@ def create_vector_store(tenant: Tenant, request: VectorStoreCreate) -> VectorSto
                               "may have (VECTOR_STORE_MAX_STORES): delete one first.",
                               retry_after=QUOTA_RETRY_AFTER_S, code="vector_store_quota_exceeded")
         store = VectorStore.objects.create(tenant=tenant, name=request.name, description=request.description,
-                                           metadata=request.metadata, expires_after_days=request.expires_after_days)
+                                           metadata=request.metadata, expires_after_days=request.expires_after_days,
+                                           embedding_model=settings.VECTOR_STORE_EMBEDDING_MODEL)
         _attach(tenant, store, request.files, batch=None)
     return get_vector_store(tenant, store.pk)
 
@@ -92,8 +93,7 @@ def delete_vector_store(tenant: Tenant, vector_store_id: str) -> None:
 
 def search_vector_store(tenant: Tenant, vector_store_id: str, request: SearchRequest) -> list[SearchResult]:
     store = usable_stores(tenant, [vector_store_id], "vector_store_id")[0]
-    return _timed_search("api", [store], request.queries, request.filters, request.max_num_results,
-                         request.score_threshold)
+    return _timed_search("api", [store], request.queries, request.filters, request.max_num_results, request.ranking)
 
 
 def file_search_results(tenant_id: int, tool: dict[str, Any], queries: list[str]) -> list[dict[str, Any]]:
@@ -128,10 +128,10 @@ def usable_stores(tenant: Tenant, vector_store_ids: Sequence[str], param: str) -
 
 
 def _timed_search(source: str, stores: Sequence[VectorStore], queries: Sequence[str], filter_: Filter | None,
-                  max_num_results: int, score_threshold: float) -> list[SearchResult]:
+                  max_num_results: int, ranking: Ranking) -> list[SearchResult]:
     """``search``, its time observed for /metrics by where it came from (api, file_search)."""
     started = time.perf_counter()
-    results = search(stores, queries, filter_, max_num_results, score_threshold)
+    results = search(stores, queries, filter_, max_num_results, ranking)
     recorder.vector_store_searched(source, time.perf_counter() - started)
     return results
 

@@ -27,6 +27,7 @@ from responses_app.models import (
     VectorStoreFileStatus,
     VectorStoreTerm,
 )
+from responses_app.validation.search_options import Ranking
 from responses_app.validation.vector_stores import parse_file_create, parse_vector_store_create
 from responses_app.vector_stores import ingest
 from responses_app.vector_stores.search import search
@@ -80,7 +81,9 @@ def store_file(store: VectorStore, filename: str) -> VectorStoreFile:
 
 def hits(store: VectorStore, query: str) -> list[tuple[str, str]]:
     store.refresh_from_db()
-    return [(hit.vector_store_file.file.filename, hit.text) for hit in search([store], [query], None, 10)]
+    # Words only: a store's every chunk is near any query by meaning.
+    return [(hit.vector_store_file.file.filename, hit.text)
+            for hit in search([store], [query], None, 10, Ranking(embedding_weight=0))]
 
 
 def reingest(client, *files: VectorStoreFile):
@@ -140,6 +143,7 @@ def test_the_store_page_shows_its_fields_and_its_files_with_status_error_attribu
     assert page.status_code == 200
     html = page.content.decode()
     assert "handbook" in html and "&quot;team&quot;: &quot;hr&quot;" in html
+    assert '<div class="readonly">wordllama-l2-supercat</div>' in html  # its embedding model
     assert "2 (1 completed, 0 in progress, 1 failed)" in html
     assert '<tr class="vector-store-file" data-status="completed">' in html
     assert f'href="{FILES}{leave.pk}/change/">{leave.file_id}</a>' in html

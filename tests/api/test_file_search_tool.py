@@ -96,6 +96,21 @@ def test_the_tools_filters_and_max_num_results_apply(carol: openai.OpenAI, handb
     assert response.tools[0].max_num_results == 1
 
 
+def test_the_tools_ranking_options_weigh_the_rankings_and_drop_weak_results(carol: openai.OpenAI, handbook):
+    store_id, ids = handbook
+
+    def found(query: str, ranking_options: dict) -> list[str]:
+        tool = {"type": "file_search", "vector_store_ids": [store_id], "ranking_options": ranking_options}
+        response = carol.responses.create(model="echo", input=script(search_call(query), final("Done.")),
+                                          tools=[tool], include=["file_search_call.results"])
+        return [result.file_id for result in response.output[1].results]
+
+    paraphrase = "vacation allowance for staff"  # no word of the leave policy's
+    assert found(paraphrase, {"hybrid_search": {"embedding_weight": 0, "text_weight": 1}}) == []
+    assert found(paraphrase, {"hybrid_search": {"embedding_weight": 1, "text_weight": 0}})[0] == ids["leave.md"]
+    assert found("annual leave days", {"score_threshold": 0.3}) == [ids["leave.md"]]
+
+
 def test_a_bad_call_or_a_store_deleted_since_the_create_is_a_failed_search_the_model_reads(
         carol: openai.OpenAI, handbook):
     store_id, _ = handbook

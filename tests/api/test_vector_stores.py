@@ -17,6 +17,8 @@ from tests.helpers import assert_openai_error, tiny_pdf
 
 pytestmark = pytest.mark.core
 
+# Words only: the tests of the lexical ranking (BM25, its candidates, its score).
+LEXICAL = {"hybrid_search": {"embedding_weight": 0, "text_weight": 1}}
 HANDBOOK = {
     "leave.md": "# Leave\n\nEvery employee has 27 days of paid annual leave. Unused leave carries over to March.",
     "expenses.md": "# Expenses\n\nTrain tickets are reimbursed in second class. Receipts go to the finance team.",
@@ -58,10 +60,10 @@ def test_the_sdk_flow_uploads_a_text_file_and_a_pdf_and_search_finds_the_right_c
     assert store.usage_bytes == text.usage_bytes + pdf.usage_bytes
 
     results = carol.vector_stores.search(store.id, query="How much did revenue grow?")
-    assert [(hit.file_id, hit.filename) for hit in results.data] == [(pdf.id, "q3.pdf")]
-    hit = results.data[0]
+    hit, *others = results.data
+    assert (hit.file_id, hit.filename) == (pdf.id, "q3.pdf")
     assert hit.content[0].type == "text" and "Quarterly revenue rose 12 percent" in hit.content[0].text
-    assert 0 < hit.score <= 1
+    assert 0 < hit.score <= 1 and all(other.score < hit.score for other in others)
     content = carol.vector_stores.files.content(pdf.id, vector_store_id=store.id)
     assert [part.text for part in content] == ["Quarterly revenue rose 12 percent in Lisbon"]
 
@@ -69,16 +71,40 @@ def test_the_sdk_flow_uploads_a_text_file_and_a_pdf_and_search_finds_the_right_c
 def test_search_ranks_by_the_rare_terms_and_honours_the_threshold_and_the_number_of_results(
         carol: openai.OpenAI, stack):
     store_id, ids = handbook_store(carol, stack)
-    results = carol.vector_stores.search(store_id, query="How many days of annual leave do I get?").data
+
+    def search(query: str | list[str], **options) -> list:
+        return carol.vector_stores.search(store_id, query=query, ranking_options={**LEXICAL, **options.pop(
+            "ranking", {})}, **options).data
+
+    results = search("How many days of annual leave do I get?")
     assert results[0].file_id == ids["leave.md"]
     assert [hit.score for hit in results] == sorted((hit.score for hit in results), reverse=True)
     # A list of queries is searched as one.
-    both = carol.vector_stores.search(store_id, query=["train tickets", "lost badge"], max_num_results=2).data
+    both = search(["train tickets", "lost badge"], max_num_results=2)
     assert {hit.file_id for hit in both} == {ids["expenses.md"], ids["security.md"]}
-    assert len(carol.vector_stores.search(store_id, query="leave badge tickets", max_num_results=1).data) == 1
-    strict = carol.vector_stores.search(store_id, query="leave", ranking_options={"score_threshold": 0.99}).data
-    assert strict == []
-    assert carol.vector_stores.search(store_id, query="quantum chromodynamics").data == []
+    assert len(search("leave badge tickets", max_num_results=1)) == 1
+    assert search("leave", ranking={"score_threshold": 0.99}) == []
+    assert search("quantum chromodynamics") == []
+
+
+def test_hybrid_search_finds_by_meaning_what_shares_no_word_and_scores_it_by_relevance(carol: openai.OpenAI, stack):
+    store_id, ids = handbook_store(carol, stack)
+    paraphrase = "vacation allowance for staff"  # no word of leave.md's, stemmed or not
+    assert carol.vector_stores.search(store_id, query=paraphrase, ranking_options=LEXICAL).data == []
+    hybrid = carol.vector_stores.search(store_id, query=paraphrase).data
+    assert hybrid[0].file_id == ids["leave.md"]
+    semantic = carol.vector_stores.search(store_id, query=paraphrase, ranking_options={
+        "hybrid_search": {"embedding_weight": 1, "text_weight": 0}}).data
+    assert semantic[0].file_id == ids["leave.md"] and 0 < semantic[0].score <= 1
+    # A score is how well the chunk matches, not its rank: a query about nothing in the
+    # store scores low, and a threshold leaves it out while it keeps a good match.
+    unrelated = carol.vector_stores.search(store_id, query="quantum chromodynamics").data
+    assert unrelated and max(hit.score for hit in unrelated) < 0.3
+    assert carol.vector_stores.search(store_id, query="quantum chromodynamics",
+                                      ranking_options={"score_threshold": 0.3}).data == []
+    kept = carol.vector_stores.search(store_id, query="How many days of annual leave do I get?",
+                                      ranking_options={"score_threshold": 0.3}).data
+    assert [hit.file_id for hit in kept] == [ids["leave.md"]]
 
 
 def test_attributes_filter_the_search_in_the_query(carol: openai.OpenAI, stack):
@@ -117,7 +143,7 @@ def test_a_static_chunking_strategy_cuts_overlapping_chunks(carol: openai.OpenAI
         chunking_strategy={"type": "static", "static": {"max_chunk_size_tokens": 100, "chunk_overlap_tokens": 50}})
     assert added.status == "completed"
     assert added.chunking_strategy.static.max_chunk_size_tokens == 100
-    hits = carol.vector_stores.search(store.id, query="word1500", max_num_results=50).data
+    hits = carol.vector_stores.search(store.id, query="word1500", max_num_results=50, ranking_options=LEXICAL).data
     # Each chunk's window of 100 tokens moves by 50: a word is in two chunks.
     assert len(hits) == 2 and all("word1500" in hit.content[0].text for hit in hits)
     assert carol.vector_stores.files.content(added.id, vector_store_id=store.id).data[0].text == words
@@ -274,6 +300,12 @@ BAD_SEARCHES = [
     ({"query": "x", "max_num_results": 51}, "max_num_results"),
     ({"query": "x", "ranking_options": {"score_threshold": 2}}, "ranking_options.score_threshold"),
     ({"query": "x", "ranking_options": {"ranker": "best"}}, "ranking_options.ranker"),
+    ({"query": "x", "ranking_options": {"hybrid_search": 1}}, "ranking_options.hybrid_search"),
+    ({"query": "x", "ranking_options": {"hybrid_search": {"embedding_weight": -1, "text_weight": 1}}},
+     "ranking_options.hybrid_search.embedding_weight"),
+    ({"query": "x", "ranking_options": {"hybrid_search": {"embedding_weight": 0, "text_weight": 0}}},
+     "ranking_options.hybrid_search"),
+    ({"query": "x", "ranking_options": {"hybrid_search": {"embedding_weight": 1}}}, "text_weight"),
     ({"query": "x", "unknown": 1}, "unknown"),
 ]
 
@@ -370,3 +402,22 @@ def test_another_tenants_store_is_a_404_on_every_endpoint(carol: openai.OpenAI, 
     stack.worker.drain()
     assert carol.vector_stores.retrieve(store_id).name == "handbook"  # untouched
 
+
+
+def test_the_vectors_a_process_keeps_follow_the_store_s_files(carol: openai.OpenAI, stack):
+    """The web process keeps a store's vectors after its first search: a file added or
+    deleted since is found, or no more, by meaning at the next search."""
+    store_id, ids = handbook_store(carol, stack)
+    semantic = {"hybrid_search": {"embedding_weight": 1, "text_weight": 0}}
+
+    def files(query: str) -> list[str]:
+        return [hit.filename for hit in carol.vector_stores.search(store_id, query=query,
+                                                                   ranking_options=semantic).data]
+
+    assert "pets.md" not in files("a puppy and a kitten")
+    added = carol.vector_stores.files.upload_and_poll(
+        vector_store_id=store_id, file=("pets.md", b"Dogs and cats may come to the office on Fridays."))
+    assert files("a puppy and a kitten")[0] == "pets.md"
+    carol.vector_stores.files.delete(added.id, vector_store_id=store_id)
+    assert "pets.md" not in files("a puppy and a kitten")
+    assert files("vacation allowance")[0] == "leave.md" and set(files("vacation allowance")) == set(HANDBOOK)

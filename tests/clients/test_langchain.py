@@ -1,12 +1,15 @@
-"""LangChain (``langchain-openai``'s ChatOpenAI on the Responses API) against the live
-stack: a tool loop, as a LangChain user writes it, and the hosted file_search tool on a
-vector store, with only the base URL, key and model set."""
+"""LangChain (``langchain-openai``'s ChatOpenAI on the Responses API, OpenAIEmbeddings)
+against the live stack: a tool loop, as a LangChain user writes it, the hosted file_search
+tool on a vector store, and LangChain's own vector store on the server's embeddings, with
+only the base URL, key and model set (and, for embeddings, raw text rather than OpenAI's
+token ids, as LangChain's documentation says for every server but OpenAI's)."""
 
 from __future__ import annotations
 
 from langchain_core.messages import HumanMessage, ToolMessage
 from langchain_core.tools import tool
-from langchain_openai import ChatOpenAI
+from langchain_core.vectorstores import InMemoryVectorStore
+from langchain_openai import ChatOpenAI, OpenAIEmbeddings
 
 from tests.clients.handbook import ANSWER, QUERY, SEARCH_THEN_CITE, handbook
 from tests.helpers import function_call_then_answer
@@ -47,7 +50,7 @@ def test_a_langchain_model_searches_a_vector_store_with_the_file_search_tool_and
     assert reply.text == ANSWER and not reply.tool_calls  # a hosted tool: nothing for the caller to run
     [search] = [block for block in reply.content if block["type"] == "file_search_call"]
     assert (search["status"], search["queries"]) == ("completed", [QUERY])
-    assert [found["filename"] for found in search["results"]] == ["leave.md"]
+    assert [found["filename"] for found in search["results"]] == ["leave.md", "expenses.md"]
     assert search["results"][0]["file_id"] == ids["leave.md"]
     assert "27 days of paid annual leave" in search["results"][0]["text"]
     [text] = [block for block in reply.content if block["type"] == "text"]
@@ -59,3 +62,17 @@ def test_a_langchain_model_searches_a_vector_store_with_the_file_search_tool_and
     assert [block["type"] for block in standard] == ["reasoning", "server_tool_call", "server_tool_result", "text"]
     assert standard[2]["output"][0]["file_id"] == ids["leave.md"]
     assert [(note["type"], note["title"]) for note in standard[3]["annotations"]] == [("citation", "leave.md")]
+
+
+def test_a_langchain_vector_store_ranks_by_the_server_s_embeddings(stack, client_key):
+    embeddings = OpenAIEmbeddings(model="wordllama-l2-supercat", base_url=stack.base_url, api_key=client_key,
+                                  check_embedding_ctx_length=False, max_retries=0)
+    store = InMemoryVectorStore(embeddings)
+    store.add_texts(["Parents receive sixteen weeks of paid parental leave.",
+                     "Train tickets are reimbursed in second class.",
+                     "Laptops lock after five minutes without use."])
+
+    [found] = store.similarity_search("time off for a new baby", k=1)  # no word in common
+
+    assert found.page_content == "Parents receive sixteen weeks of paid parental leave."
+    assert len(embeddings.embed_query("annual leave")) == 256

@@ -95,13 +95,15 @@ VECTOR_STORE_OPERATIONS = {
     ("POST", "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/cancel"),
     ("GET", "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/files"),
 }
+EMBEDDING_OPERATIONS = {("POST", "/v1/embeddings")}
 # Creates whose generated bodies (from the SDK's whole item and tool unions) this server
 # mostly refuses: the document's own examples are sent as well.
 WITH_EXAMPLES = {"POST /v1/responses", "POST /v1/responses/compact", "POST /v1/responses/input_tokens",
                  "POST /v1/conversations", "POST /v1/conversations/{conversation_id}/items", "POST /v1/containers",
                  "POST /v1/prompts", "POST /v1/prompts/{prompt_id}", "POST /v1/vector_stores/{vector_store_id}/files",
                  "POST /v1/vector_stores/{vector_store_id}/files/{file_id}",
-                 "POST /v1/vector_stores/{vector_store_id}/file_batches", "POST /v1/scheduled_responses"}
+                 "POST /v1/vector_stores/{vector_store_id}/file_batches", "POST /v1/scheduled_responses",
+                 "POST /v1/embeddings"}
 
 
 def test_the_document_lists_every_operation_with_its_error_shape(stack: LiveStack):
@@ -113,7 +115,7 @@ def test_the_document_lists_every_operation_with_its_error_shape(stack: LiveStac
         ("POST", "/v1/responses/input_tokens"), ("POST", "/v1/responses/compact"),
         ("GET", "/v1/models"), ("GET", "/v1/models/{model_id}"),
         *WEBHOOK_OPERATIONS, *SCHEDULE_OPERATIONS, *CONVERSATION_OPERATIONS, *CONTAINER_OPERATIONS,
-        *FILE_OPERATIONS, *BATCH_OPERATIONS, *PROMPT_OPERATIONS, *VECTOR_STORE_OPERATIONS,
+        *FILE_OPERATIONS, *BATCH_OPERATIONS, *PROMPT_OPERATIONS, *VECTOR_STORE_OPERATIONS, *EMBEDDING_OPERATIONS,
     }
     create = document["paths"]["/v1/responses"]["post"]
     assert set(create["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
@@ -130,7 +132,7 @@ OPERATIONS = [
     "POST /v1/responses/input_tokens", "POST /v1/responses/compact", "GET /v1/models", "GET /v1/models/{model_id}",
     *sorted(f"{method} {path}" for method, path in
             WEBHOOK_OPERATIONS | SCHEDULE_OPERATIONS | CONVERSATION_OPERATIONS | CONTAINER_OPERATIONS
-            | FILE_OPERATIONS | PROMPT_OPERATIONS | VECTOR_STORE_OPERATIONS),
+            | FILE_OPERATIONS | PROMPT_OPERATIONS | VECTOR_STORE_OPERATIONS | EMBEDDING_OPERATIONS),
 ]
 
 

@@ -1,0 +1,20 @@
+"""POST /v1/embeddings, as ``client.embeddings.create`` calls it."""
+
+from __future__ import annotations
+
+from django.http import HttpResponseBase, JsonResponse
+from rest_framework.request import Request
+
+from responses_app.api import openapi
+from responses_app.api.base import ApiView
+from responses_app.api.params import json_body
+from responses_app.embeddings.create import create_embeddings
+from responses_app.lib.asyncdb import db
+from responses_app.validation.embeddings import parse_embeddings_create
+
+
+class EmbeddingsView(ApiView):
+    @openapi.EMBEDDINGS_CREATE
+    async def post(self, request: Request) -> HttpResponseBase:
+        # A request thread: embedding a large input is CPU work that must not hold the event loop.
+        return JsonResponse(await db(create_embeddings)(parse_embeddings_create(json_body(request))))
