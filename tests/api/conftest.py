@@ -11,7 +11,7 @@ from responses_app.batches import store as batch_store
 from responses_app.dispatch import batch_slots, task_queue
 from responses_app.vector_stores import ingest
 from tests.inprocess import InlineWorker, InProcessApp
-from tests.live.stack import STACK_ENV, model_registry
+from tests.live.stack import FILES_DIR, STACK_ENV, model_registry
 
 
 @pytest.fixture(scope="session")
@@ -22,9 +22,10 @@ def app(django_db_setup) -> Iterator[InProcessApp]:
 
 
 @pytest.fixture
-def stack(app: InProcessApp, monkeypatch: pytest.MonkeyPatch, settings, tmp_path, db_access) -> Iterator[InProcessApp]:
+def stack(app: InProcessApp, monkeypatch: pytest.MonkeyPatch, settings, db_access) -> Iterator[InProcessApp]:
     """The app, with the live stack's echo models and settings (its short intervals, small
-    caps and allowed hosts), the files storage in the test's own directory, and the
+    caps and allowed hosts), its files storage (the directory this pytest worker's live
+    stack uses, which may take up a batch of these tests: tests/live/stack.py), and the
     worker's task run inline."""
     settings.MODEL_REGISTRY = {model: {**entry, "queue": f"model.{model}"}
                                for model, entry in model_registry({}).items()}
@@ -35,7 +36,7 @@ def stack(app: InProcessApp, monkeypatch: pytest.MonkeyPatch, settings, tmp_path
         elif isinstance(current, list):
             setattr(settings, name, [part.strip() for part in value.split(",")])
     settings.STORAGES = {**settings.STORAGES, "files": {**settings.STORAGES["files"],
-                                                         "OPTIONS": {"location": str(tmp_path / "files")}}}
+                                                         "OPTIONS": {"location": str(FILES_DIR)}}}
     worker = InlineWorker()
     monkeypatch.setattr(task_queue, "send", worker.send)
     for module in (batch_slots, batch_store):

@@ -10,7 +10,15 @@ from typing import Any
 import openai
 import pytest
 
-from responses_app.models import BatchRequest, BatchRequestState, OutputItem, Response, ResponseStatus, Tenant
+from responses_app.models import (
+    BatchRequest,
+    BatchRequestState,
+    OutputItem,
+    Response,
+    ResponseStatus,
+    StoredFile,
+    Tenant,
+)
 from responses_app.services.ended import end_response
 from tests.helpers import wait_until
 
@@ -40,7 +48,12 @@ def run_batch(client: openai.OpenAI, lines: list[Any], **options: Any) -> Any:
 
 
 def jsonl(client: openai.OpenAI, file_id: str) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in client.files.content(file_id).read().splitlines()]
+    try:
+        content = client.files.content(file_id).read()
+    except openai.APIError as error:  # say what the server said and what the database holds
+        row = StoredFile.objects.filter(pk=file_id).values("tenant__name", "purpose", "bytes", "expires_at").first()
+        raise AssertionError(f"the content of {file_id}: {error!r}; its row: {row}") from error
+    return [json.loads(line) for line in content.splitlines()]
 
 
 def test_a_batch_runs_each_request_into_the_output_file_in_input_order(carol: openai.OpenAI):

@@ -20,6 +20,11 @@ import httpx
 
 ROOT = Path(__file__).resolve().parents[2]
 LOG_DIR = ROOT / "test-artifacts" / "live"
+# The Files API's bytes, one directory per pytest-xdist worker, which the worker's live stack
+# and its in-process tests (tests/api/conftest.py) share: they share the worker's database
+# too, so the live stack's beat takes up the in-process tests' stalled batches and
+# ingestions, and the bytes it writes or reads must be where the tests' API finds them.
+FILES_DIR = LOG_DIR / f"files-{os.environ.get('PYTEST_XDIST_WORKER', 'main')}"
 
 # Short leases and intervals so that recovery paths run within a test's patience.
 STACK_ENV = {
@@ -110,7 +115,7 @@ class LiveStack:
                     "MODEL_REGISTRY": json.dumps(self.registry),
                     "PUBLIC_BASE_URL": f"http://127.0.0.1:{self.port}",
                     "CONTAINERS_DIR": str(LOG_DIR / f"containers-{self.port}"),
-                    "FILES_DIR": str(LOG_DIR / f"files-{self.port}"),
+                    "FILES_DIR": str(FILES_DIR),
                     "WEB_SEARCH_INDEX_PATH": str(self.search_index_path)}
         self.queue = f"test-{self.port}"
         self.processes: dict[str, subprocess.Popen] = {}
