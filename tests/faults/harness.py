@@ -361,7 +361,26 @@ def restart_redis(stack: FaultStack, ids: list[str], down_s: float = 1.0) -> lis
         time.sleep(max(down_s - (time.monotonic() - started), 0))
     finally:
         stack.services("start-redis")
+        supervise(stack)
     return created_while_down
+
+
+def supervise(stack: FaultStack, watch_s: float = 10.0) -> None:
+    """Start again, as systemd's Restart=always does (docs/deploying.md), a process that
+    exited during the fault: a worker whose message could not be acknowledged when Redis
+    went away may exit, kombu failing to restore that message on a connection already
+    closed (an AttributeError in its redis transport's _connparams, "Unrecoverable error"),
+    once its running tasks have ended (a warm shutdown: seconds). Said on stderr, so that a
+    trial shows it."""
+    deadline = time.monotonic() + watch_s
+    while time.monotonic() < deadline:
+        for name in ("web", "worker", "beat"):
+            process = stack.processes.get(name)
+            if process is not None and process.poll() is not None:
+                print(f"fault harness: {name} exited ({process.returncode}) in the fault; started again",
+                      file=sys.stderr, flush=True)
+                stack.start(name)
+        time.sleep(0.2)
 
 
 def restart_postgres(stack: FaultStack, ids: list[str], down_s: float = 2.0) -> list[str]:
