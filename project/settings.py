@@ -130,6 +130,10 @@ REDIS_URL = text("REDIS_URL")
 # running response (no-op claims) and leave the workers acknowledging on a connection
 # that is gone, and the visibility timeout would have to outlast the longest response.
 CELERY_BROKER_URL = text("CELERY_BROKER_URL", computed=REDIS_URL)
+# kombu's Redis transport, less a restore that stops a worker after Redis went away
+# (responses_app/lib/redis_broker.py).
+CELERY_BROKER_TRANSPORT = ("responses_app.lib.redis_broker:Transport"
+                           if CELERY_BROKER_URL.startswith(("redis://", "rediss://")) else None)
 CELERY_RESULT_BACKEND = None
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_ACKS_LATE = False
