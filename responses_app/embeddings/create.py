@@ -25,16 +25,16 @@ def create_embeddings(request: EmbeddingsRequest) -> dict[str, Any]:
         raise InvalidRequest(f"'dimensions' is at most {model.dimensions} for '{request.model}', got "
                              f"{request.dimensions}.", param="dimensions", code="invalid_value")
     token_lists = model.tokenize(request.texts) if request.texts is not None else request.token_lists or []
-    _check_tokens(token_lists, model.vocabulary_size)
+    tokens = _counted_tokens(token_lists, model.vocabulary_size)
     vectors = model.embed_tokens(token_lists, request.dimensions)
-    tokens = sum(len(tokens) for tokens in token_lists)
     return {"object": "list", "model": request.model,
             "data": [{"object": "embedding", "index": index, "embedding": _encoded(vector, request.encoding_format)}
                      for index, vector in enumerate(vectors)],
             "usage": {"prompt_tokens": tokens, "total_tokens": tokens}}
 
 
-def _check_tokens(token_lists: list[list[int]], vocabulary_size: int) -> None:
+def _counted_tokens(token_lists: list[list[int]], vocabulary_size: int) -> int:
+    """The tokens of all inputs, once each input and the request are known to be within the limits."""
     for index, tokens in enumerate(token_lists):
         if len(tokens) > MAX_INPUT_TOKENS:
             raise InvalidRequest(f"This model's maximum context length is {MAX_INPUT_TOKENS} tokens, however you "
@@ -47,6 +47,7 @@ def _check_tokens(token_lists: list[list[int]], vocabulary_size: int) -> None:
     if total > MAX_REQUEST_TOKENS:
         raise InvalidRequest(f"A request has at most {MAX_REQUEST_TOKENS} tokens of input, got {total}.",
                              param="input", code="max_tokens_per_request")
+    return total
 
 
 def _encoded(vector: np.ndarray, encoding_format: str) -> list[float] | str:

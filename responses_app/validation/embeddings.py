@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from responses_app.wire.errors import InvalidRequest, invalid_type
-from responses_app.wire.request_body import body_fields
+from responses_app.wire.request_body import body_fields, is_integer
 
 MAX_INPUTS = 2048
 ENCODING_FORMATS = ("float", "base64")
@@ -33,7 +33,7 @@ def parse_embeddings_create(body: Any) -> EmbeddingsRequest:
         raise invalid_type("model", "a string", fields["model"])
     texts, token_lists = _inputs(fields["input"])
     dimensions = fields.get("dimensions")
-    if dimensions is not None and (not _is_integer(dimensions) or dimensions < 1):
+    if dimensions is not None and (not is_integer(dimensions) or dimensions < 1):
         raise InvalidRequest(f"Invalid value for 'dimensions': expected a positive integer, got {dimensions!r}.",
                              param="dimensions", code="invalid_value")
     encoding_format = fields.get("encoding_format", "float")
@@ -53,7 +53,7 @@ def _inputs(value: Any) -> tuple[list[str] | None, list[list[int]] | None]:
         raise invalid_type("input", INPUT_TYPE, value)
     if not value:
         raise InvalidRequest("'input' must not be empty.", param="input", code="invalid_value")
-    if all(_is_integer(token) for token in value):
+    if all(is_integer(token) for token in value):
         value = [value]  # one input given as its tokens
     if len(value) > MAX_INPUTS:
         raise InvalidRequest(f"'input' has at most {MAX_INPUTS} inputs, got {len(value)}.", param="input",
@@ -63,10 +63,6 @@ def _inputs(value: Any) -> tuple[list[str] | None, list[list[int]] | None]:
             if not text:
                 raise InvalidRequest(f"'input[{index}]' is an empty string.", param="input", code="invalid_value")
         return value, None
-    if all(isinstance(tokens, list) and tokens and all(_is_integer(token) for token in tokens) for tokens in value):
+    if all(isinstance(tokens, list) and tokens and all(is_integer(token) for token in tokens) for tokens in value):
         return None, value
     raise invalid_type("input", INPUT_TYPE, value)
-
-
-def _is_integer(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)

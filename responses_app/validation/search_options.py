@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from responses_app.wire.errors import InvalidRequest, invalid_type
-from responses_app.wire.request_body import body_fields
+from responses_app.wire.request_body import body_fields, is_integer, is_number
 
 COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin")
 COMPOUNDS = ("and", "or")
@@ -66,7 +66,7 @@ def parse_filter(value: Any, param: str = "filters", depth: int = 0) -> Filter:
 
 
 def parse_max_num_results(value: Any, param: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
+    if not is_integer(value):
         raise invalid_type(param, "an integer", value)
     if not 1 <= value <= MAX_RESULTS:
         raise InvalidRequest(f"'{param}' must be from 1 to {MAX_RESULTS}, got {value}.", param=param,
@@ -96,7 +96,7 @@ def parse_ranking_options(value: Any, param: str) -> Ranking:
         raise InvalidRequest(f"Invalid value for '{param}.ranker': {fields['ranker']!r}. Supported values are: "
                              f"{', '.join(RANKERS)}.", param=f"{param}.ranker", code="invalid_value")
     threshold = fields.get("score_threshold", 0.0)
-    if not _is_number(threshold) or not 0 <= threshold <= 1:
+    if not is_number(threshold) or not 0 <= threshold <= 1:
         raise InvalidRequest(f"'{param}.score_threshold' is a number from 0 to 1.",
                              param=f"{param}.score_threshold", code="invalid_value")
     if "hybrid_search" not in fields:
@@ -107,13 +107,9 @@ def parse_ranking_options(value: Any, param: str) -> Ranking:
     hybrid = body_fields(fields["hybrid_search"], ("embedding_weight", "text_weight"),
                          required=("embedding_weight", "text_weight"))
     for name, weight in hybrid.items():
-        if not _is_number(weight) or weight < 0:
+        if not is_number(weight) or weight < 0:
             raise InvalidRequest(f"'{hybrid_param}.{name}' is a number of at least 0.",
                                  param=f"{hybrid_param}.{name}", code="invalid_value")
     if not hybrid["embedding_weight"] and not hybrid["text_weight"]:
         raise InvalidRequest(f"'{hybrid_param}' needs a weight above 0.", param=hybrid_param, code="invalid_value")
     return Ranking(float(threshold), float(hybrid["embedding_weight"]), float(hybrid["text_weight"]))
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 import numpy as np
 from celery import current_app
@@ -77,11 +77,19 @@ def ingest(store_file_id: int) -> None:
 def _start(store_file_id: int) -> bool:
     """Take the file: one start more, unless a worker is reading it now (its last sign of
     life is fresh: this message is a duplicate, sent again while the file waited)."""
-    stale = timezone.now() - timedelta(seconds=settings.VECTOR_STORE_INGEST_STALL_S)
-    return bool(VectorStoreFile.objects.filter(
-        Q(ingest_beat_at=None) | Q(ingest_beat_at__lt=stale), pk=store_file_id,
-        status=VectorStoreFileStatus.IN_PROGRESS).update(ingest_attempts=F("ingest_attempts") + 1,
-                                                         ingest_beat_at=timezone.now()))
+    return bool(VectorStoreFile.objects.filter(_unread(_stale()), pk=store_file_id,
+                                               status=VectorStoreFileStatus.IN_PROGRESS).update(
+        ingest_attempts=F("ingest_attempts") + 1, ingest_beat_at=timezone.now()))
+
+
+def _stale() -> datetime:
+    """A sign of life (or a task sent) before this is too old to count."""
+    return timezone.now() - timedelta(seconds=settings.VECTOR_STORE_INGEST_STALL_S)
+
+
+def _unread(stale: datetime) -> Q:
+    """The files no worker is reading: none has started them, or shown life since ``stale``."""
+    return Q(ingest_beat_at=None) | Q(ingest_beat_at__lt=stale)
 
 
 def sweep_stalled() -> int:
@@ -89,9 +97,9 @@ def sweep_stalled() -> int:
     and that no worker is reading (a lost message, a worker lost while reading it, or a long
     queue: a duplicate costs a query); fail those that were started
     VECTOR_STORE_INGEST_MAX_ATTEMPTS times and stalled. Returns how many it sent or failed."""
-    stale = timezone.now() - timedelta(seconds=settings.VECTOR_STORE_INGEST_STALL_S)
-    stalled = VectorStoreFile.objects.filter(Q(ingest_beat_at=None) | Q(ingest_beat_at__lt=stale),
-                                             status=VectorStoreFileStatus.IN_PROGRESS, ingest_sent_at__lt=stale)
+    stale = _stale()
+    stalled = VectorStoreFile.objects.filter(_unread(stale), status=VectorStoreFileStatus.IN_PROGRESS,
+                                             ingest_sent_at__lt=stale)
     handled = 0
     for store_file in stalled.only("pk", "ingest_attempts", "ingest_sent_at")[:1000]:
         if store_file.ingest_attempts >= settings.VECTOR_STORE_INGEST_MAX_ATTEMPTS:

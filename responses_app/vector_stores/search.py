@@ -46,12 +46,13 @@ def search(stores: Sequence[VectorStore], queries: Sequence[str], filter_: Filte
     if not sum(store.chunk_count for store in stores):
         return []
     file_ids = None if filter_ is None else _matching_files([store.pk for store in stores], filter_)
-    bm25 = _Bm25.of(stores, queries)
-    found = bm25.candidates(stores, file_ids) if bm25 is not None and ranking.text_weight else []
+    bm25 = _Bm25.of(stores, queries) if ranking.text_weight else None
     semantic = dict(vectors.nearest(stores, queries, file_ids, CANDIDATES)) if ranking.embedding_weight else {}
-    lexical = {pk: bm25.score(chunk_terms, term_count) if bm25 is not None else 0.0
-               for pk, chunk_terms, term_count in VectorStoreChunk.objects.filter(pk__in=[*found, *semantic])
-               .values_list("pk", "terms", "term_count")}
+    # The word score of every candidate, those found by meaning too.
+    lexical = {} if bm25 is None else {
+        pk: bm25.score(chunk_terms, term_count)
+        for pk, chunk_terms, term_count in VectorStoreChunk.objects.filter(
+            pk__in=[*bm25.candidates(stores, file_ids), *semantic]).values_list("pk", "terms", "term_count")}
     if semantic:
         order = _fused(_ranked(lexical), _ranked(semantic), ranking)
         total = ranking.text_weight + ranking.embedding_weight
@@ -72,10 +73,7 @@ class _Bm25:
     frequencies: dict[str, int]  # chunks holding each term
     chunk_total: int
     average_length: float
-
-    @property
-    def best(self) -> float:
-        return sum(self.idf.values()) * (K1 + 1)  # every term, as often as saturation allows
+    best: float  # every term, as often as saturation allows
 
     @classmethod
     def of(cls, stores: Sequence[VectorStore], queries: Sequence[str]) -> _Bm25 | None:
@@ -90,7 +88,7 @@ class _Bm25:
         idf = {term: math.log(1 + (chunk_total - held + 0.5) / (held + 0.5))
                for term, held in frequencies.items() if held > 0}
         average_length = sum(store.term_count for store in stores) / chunk_total
-        return cls(idf, frequencies, chunk_total, average_length) if idf else None
+        return cls(idf, frequencies, chunk_total, average_length, sum(idf.values()) * (K1 + 1)) if idf else None
 
     def candidates(self, stores: Sequence[VectorStore], file_ids: list[int] | None) -> list[int]:
         """Up to CANDIDATES chunks that hold the query's selective terms."""

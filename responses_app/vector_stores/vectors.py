@@ -49,14 +49,16 @@ def nearest(stores: Sequence[VectorStore], queries: Sequence[str], file_ids: lis
     any of the queries first: (chunk id, cosine similarity). A store without an embedding
     model that the registry serves adds none."""
     found: list[tuple[int, float]] = []
+    query_vectors: dict[str, np.ndarray] = {}  # by model: stores that share one embed the queries once
     for store in stores:
         if not store.embedding_model or not is_served(store.embedding_model):
             continue
         copy = _store_vectors(store)
         if not len(copy.chunk_ids):
             continue
-        query_vectors = embedding_model(store.embedding_model).embed(list(queries))
-        similarity = (copy.matrix @ query_vectors.T).max(axis=1)
+        if store.embedding_model not in query_vectors:
+            query_vectors[store.embedding_model] = embedding_model(store.embedding_model).embed(list(queries))
+        similarity = (copy.matrix @ query_vectors[store.embedding_model].T).max(axis=1)
         if file_ids is not None:
             similarity[~np.isin(copy.file_ids, file_ids)] = -np.inf
         best = np.argpartition(-similarity, min(count, len(similarity)) - 1)[:count]

@@ -26,3 +26,12 @@ def body_fields(body: Any, names: Collection[str], required: Collection[str] = (
             raise InvalidRequest(f"Missing required parameter: '{name}'.", param=name,
                                  code="missing_required_parameter")
     return {name: body[name] for name in names if body.get(name) is not None}
+
+
+# JSON's numbers as Python reads them: a bool is an int to Python, never to a client.
+def is_integer(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)

@@ -374,12 +374,8 @@ def supervise(stack: FaultStack, watch_s: float = 10.0) -> None:
     trial shows it."""
     deadline = time.monotonic() + watch_s
     while time.monotonic() < deadline:
-        for name in ("web", "worker", "beat"):
-            process = stack.processes.get(name)
-            if process is not None and process.poll() is not None:
-                print(f"fault harness: {name} exited ({process.returncode}) in the fault; started again",
-                      file=sys.stderr, flush=True)
-                stack.start(name)
+        for name in stack.ensure_running():
+            print(f"fault harness: {name} exited in the fault; started again", file=sys.stderr, flush=True)
         time.sleep(0.2)
 
 

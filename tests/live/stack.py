@@ -178,11 +178,15 @@ class LiveStack:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait(timeout=30)
 
-    def ensure_running(self) -> None:
+    def ensure_running(self) -> list[str]:
+        """Start web, worker and beat where one is not running; the names it started."""
+        started = []
         for name in ("web", "worker", "beat"):
             process = self.processes.get(name)
             if process is None or process.poll() is not None:
                 self.start(name)
+                started.append(name)
+        return started
 
     def stop(self) -> None:
         for name in list(self.processes):
