@@ -64,7 +64,9 @@ def test_a_batch_file_expires_in_30_days_unless_told_and_an_expired_file_is_gone
     StoredFile.objects.filter(pk=short.id).update(expires_at=timezone.now())
     with pytest.raises(openai.NotFoundError):  # gone for the client at once
         alice.files.retrieve(short.id)
-    assert purge_expired() >= 1
+    # The worker's live stack shares this database and its beat purges expired files every
+    # second, so it may be first: what counts is that the row and its bytes are gone.
+    purge_expired()
     assert not StoredFile.objects.filter(pk=short.id).exists()
     from responses_app.files.store import file_storage
 
