@@ -15,6 +15,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from responses_app.wire.request_body import is_integer
+
 
 class UnreadableCall(ValueError):
     """The model's arguments do not describe a call of the tool (told to the model)."""
@@ -43,7 +45,7 @@ def _string_list(arguments: dict[str, Any], key: str) -> list[str]:
 
 def _positive_int(arguments: dict[str, Any], key: str) -> int | None:
     value = arguments.get(key)
-    if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+    if value is not None and (not is_integer(value) or value < 1):
         raise UnreadableCall(f"'{key}' must be a positive integer")
     return value
 

@@ -18,6 +18,8 @@ import re
 from collections import Counter
 from typing import Any
 
+from responses_app.wire.request_body import is_number
+
 TOOL_NAME = "tool_search"
 DEFAULT_DESCRIPTION = ("Searches the tools that are not loaded yet by what they do, and loads the best matches "
                        "for your next calls. Call it when none of your tools fits the task.")
@@ -89,7 +91,7 @@ def output_text(tools: list[dict[str, Any]]) -> str:
 
 def limit_of(arguments: dict[str, Any]) -> int:
     limit = arguments.get("limit")
-    if isinstance(limit, (int, float)) and not isinstance(limit, bool) and limit >= 1:
+    if is_number(limit) and math.isfinite(limit) and limit >= 1:  # JSON allows Infinity
         return min(int(limit), MAX_LIMIT)
     return DEFAULT_LIMIT
 

@@ -20,6 +20,7 @@ from django.utils import timezone
 from django_celery_beat.models import ClockedSchedule, CrontabSchedule, IntervalSchedule, PeriodicTask
 
 from responses_app.wire.errors import InvalidRequest, invalid_type
+from responses_app.wire.request_body import is_integer
 
 RUN_SCHEDULED_TASK = "responses_app.tasks.run_scheduled_response"
 KINDS = ("cron", "every_seconds", "at")
@@ -45,7 +46,7 @@ def parse_schedule(value: Any) -> dict[str, Any]:
         return {"cron": " ".join(fields.values()), "timezone": _timezone(value.get("timezone", "UTC"))}
     if kind == "every_seconds":
         every = value["every_seconds"]
-        if isinstance(every, bool) or not isinstance(every, int) or not 1 <= every <= MAX_EVERY_SECONDS:
+        if not is_integer(every) or not 1 <= every <= MAX_EVERY_SECONDS:
             raise InvalidRequest(f"'schedule.every_seconds' must be an integer from 1 to {MAX_EVERY_SECONDS} "
                                  f"(a year), got {every!r}.", param="schedule.every_seconds", code="invalid_value")
         return {"every_seconds": every}

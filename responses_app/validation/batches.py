@@ -7,7 +7,7 @@ from typing import Any
 
 from responses_app.validation.create import parse_metadata
 from responses_app.wire.errors import InvalidRequest, invalid_type
-from responses_app.wire.request_body import body_fields
+from responses_app.wire.request_body import body_fields, is_integer
 
 # The one endpoint a batch of this server runs; the SDK lists OpenAI's others.
 BATCH_ENDPOINT = "/v1/responses"
@@ -49,7 +49,7 @@ def _output_expiry(value: Any) -> int | None:
                              "supported anchor is 'created_at'.", param="output_expires_after.anchor",
                              code="invalid_value")
     seconds = value.get("seconds")
-    if not isinstance(seconds, int) or isinstance(seconds, bool) or not (
+    if not is_integer(seconds) or not (
             MIN_OUTPUT_EXPIRY_S <= seconds <= MAX_OUTPUT_EXPIRY_S):
         raise InvalidRequest(f"'output_expires_after.seconds' must be an integer from {MIN_OUTPUT_EXPIRY_S} to "
                              f"{MAX_OUTPUT_EXPIRY_S}.", param="output_expires_after.seconds", code="invalid_value")

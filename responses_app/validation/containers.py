@@ -7,7 +7,7 @@ from typing import Any
 
 from responses_app.validation.files import file_ids_field
 from responses_app.wire.errors import InvalidRequest, invalid_type
-from responses_app.wire.request_body import body_fields
+from responses_app.wire.request_body import body_fields, is_integer
 
 MAX_NAME = 200
 MAX_EXPIRY_MINUTES = 7 * 24 * 60
@@ -53,7 +53,7 @@ def _expiry(value: Any) -> int | None:
         raise InvalidRequest("'expires_after' takes {'anchor': 'last_active_at', 'minutes': N}.",
                              param="expires_after")
     minutes = value["minutes"]
-    if isinstance(minutes, bool) or not isinstance(minutes, int) or not 1 <= minutes <= MAX_EXPIRY_MINUTES:
+    if not is_integer(minutes) or not 1 <= minutes <= MAX_EXPIRY_MINUTES:
         raise InvalidRequest(f"'expires_after.minutes' must be an integer from 1 to {MAX_EXPIRY_MINUTES}.",
                              param="expires_after.minutes")
     return minutes * 60

@@ -55,7 +55,7 @@ def parse_filter(value: Any, param: str = "filters", depth: int = 0) -> Filter:
     operand = fields["value"]
     if kind in ("in", "nin"):
         if not isinstance(operand, list) or not all(
-                isinstance(item, str | int | float) and not isinstance(item, bool) for item in operand):
+                isinstance(item, str) or is_number(item) for item in operand):
             raise invalid_type(f"{param}.value", "an array of strings and numbers", operand)
         return Comparison(fields["key"], kind, tuple(operand))
     allowed = (str, int, float) if kind in ("gt", "gte", "lt", "lte") else (str, int, float, bool)

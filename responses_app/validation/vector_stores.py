@@ -15,7 +15,7 @@ from responses_app.validation.search_options import (
     parse_ranking_options,
 )
 from responses_app.wire.errors import InvalidRequest, invalid_type
-from responses_app.wire.request_body import body_fields
+from responses_app.wire.request_body import body_fields, is_integer
 
 MAX_NAME = 256
 MAX_DESCRIPTION = 512
@@ -65,7 +65,7 @@ def parse_chunking_strategy(value: Any, param: str = "chunking_strategy") -> Chu
                              param=f"{param}.static", code="invalid_value")
     size, overlap = static["max_chunk_size_tokens"], static["chunk_overlap_tokens"]
     for name, number in (("max_chunk_size_tokens", size), ("chunk_overlap_tokens", overlap)):
-        if not isinstance(number, int) or isinstance(number, bool):
+        if not is_integer(number):
             raise invalid_type(f"{param}.static.{name}", "an integer", number)
     if not MIN_MAX_TOKENS <= size <= MAX_MAX_TOKENS:
         raise InvalidRequest(f"'max_chunk_size_tokens' must be from {MIN_MAX_TOKENS} to {MAX_MAX_TOKENS}, got "
@@ -264,7 +264,7 @@ def _expiry_days(value: Any) -> int:
         raise InvalidRequest(f"Invalid value for 'expires_after.anchor': {value['anchor']!r}; the supported anchor "
                              "is 'last_active_at'.", param="expires_after.anchor", code="invalid_value")
     days = value["days"]
-    if not isinstance(days, int) or isinstance(days, bool) or not 1 <= days <= MAX_EXPIRY_DAYS:
+    if not is_integer(days) or not 1 <= days <= MAX_EXPIRY_DAYS:
         raise InvalidRequest(f"'expires_after.days' is an integer from 1 to {MAX_EXPIRY_DAYS}.",
                              param="expires_after.days", code="invalid_value")
     return days
