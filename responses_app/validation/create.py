@@ -10,11 +10,15 @@ The "Request fields" table of docs/api.md says what each field does here.
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django.conf import settings
 from openai.types.responses.response_create_params import ResponseCreateParamsBase
+from openai.types.responses.response_input_item_param import ResponseInputItemParam
 from pydantic import ValidationError as PydanticValidationError
+from pydantic_core import SchemaValidator
+from typing_extensions import TypedDict
 
 from responses_app.context.compaction import InvalidCompaction, summary_of
 from responses_app.harmony.client_tools import BY_CALL_TYPE, BY_OUTPUT_TYPE
@@ -144,7 +148,7 @@ def parse_create_request(body: Any) -> CreateRequest:
     raw_input, triggered = _compaction_trigger(body.get("input"))
     if triggered:
         params["compaction_trigger"] = True
-    input_items = parse_input(raw_input, references=True)
+    input_items = parse_input(raw_input, references=True, checked=True)
     if body.get("prompt") is not None:
         # The stored prompt's instructions and input come in where the response is created (prompts/resolve.py).
         params["prompt"] = {"id": body["prompt"]["id"], "version": body["prompt"].get("version"),
@@ -394,16 +398,22 @@ def _include(value: Any) -> list[str]:
 # --- input items ----------------------------------------------------------------------------
 
 
-def parse_input(value: Any, param: str = "input", references: bool = False) -> list[dict[str, Any]]:
+def parse_input(value: Any, param: str = "input", references: bool = False, checked: bool = False,
+                ) -> list[dict[str, Any]]:
     """``input`` as the input items a response stores (ids given where missing); also the
-    items added to a conversation (``param`` names them in errors). ``references``: a
-    create's ``item_reference`` items are kept, for services/create.resolve_input."""
+    items added to a conversation, a steer's and a stored prompt's (``param`` names them in
+    errors). Every item is checked against the SDK's input item type first (``checked``:
+    a create's body was, whole), so that each place that takes items refuses the same
+    malformed ones with the same 400. ``references``: a create's ``item_reference`` items
+    are kept, for services/create.resolve_input."""
     if value is None:
         return []
     if isinstance(value, str):
         return [_message_item("user", [{"type": "input_text", "text": value}], None)]
     if not isinstance(value, list):
         raise invalid_type(param, "a string or an array", value)
+    if not checked:
+        check(_items_validator(param), {param: value})
     items = [_reference(item, f"{param}[{index}]") if references and _is_reference(item)
              else _servable(_input_item(item, f"{param}[{index}]"), f"{param}[{index}]")
              for index, item in enumerate(value)]
@@ -413,6 +423,12 @@ def parse_input(value: Any, param: str = "input", references: bool = False) -> l
             raise InvalidRequest("Reasoning with encrypted_content is accepted in a response's input only.",
                                  param=f"{param}[{index}].encrypted_content")
     return items
+
+
+@functools.cache
+def _items_validator(param: str) -> SchemaValidator:
+    """The SDK's input item list, under the name the request gives it (errors name it)."""
+    return strict_validator(TypedDict("Items", {param: list[ResponseInputItemParam]}))  # type: ignore[operator]
 
 
 def _is_reference(item: Any) -> bool:
@@ -490,6 +506,9 @@ def _input_item(item: Any, param: str) -> dict[str, Any]:
                 "tools": loaded_tools(item.get("tools"), f"{param}.tools", constrains=True)}
     if item_type == "mcp_approval_response":
         return approval_response_item(item, param)
+    if item_type == "compaction_trigger":
+        raise InvalidRequest("A compaction_trigger item is accepted only as the final input item of a create.",
+                             param=f"{param}.type", code="invalid_value")
     if item_type in UNSUPPORTED_ITEM_TYPES:
         raise InvalidRequest(f"Input items of type '{item_type}' are not supported by this server yet.",
                              param=f"{param}.type")

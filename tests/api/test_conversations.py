@@ -125,6 +125,24 @@ def test_bad_conversation_requests_are_400s_that_write_nothing(alice, db_access)
     assert not Conversation.objects.get(pk=conversation.id).items.exists()
 
 
+def test_a_malformed_item_of_a_codex_type_is_a_400_naming_it_on_every_conversation_write(alice, db_access):
+    from responses_app.models import Conversation
+
+    malformed = {"type": "additional_tools", "role": "developer", "tools": [{"allowed_callers": []}], "id": None}
+    before = Conversation.objects.count()
+    with pytest.raises(openai.BadRequestError) as refused:
+        alice.conversations.create(items=[malformed])
+    assert refused.value.status_code == 400 and refused.value.body["param"] == "items[0].tools[0].type"
+    assert refused.value.body["code"] == "missing_required_parameter"
+    assert Conversation.objects.count() == before
+    conversation = alice.conversations.create()
+    with pytest.raises(openai.BadRequestError) as refused:
+        alice.conversations.items.create(conversation.id, items=[
+            {"type": "tool_search_output", "execution": "client", "call_id": "c1", "tools": [{"type": "function"}]}])
+    assert refused.value.body["param"] == "items[0].tools[0].name"
+    assert not Conversation.objects.get(pk=conversation.id).items.exists()
+
+
 def test_a_conversation_takes_one_response_at_a_time_and_the_other_gets_409(alice):
     conversation = alice.conversations.create()
     running = alice.responses.create(model="echo", input="first " * 20, conversation=conversation.id,
