@@ -77,7 +77,7 @@ class VectorStoreAdmin(ReadOnly, admin.ModelAdmin):
     fields = (("id", "tenant", "name"), "description", "metadata_json",
               ("status_badge", "file_counts", "usage_bytes"),
               ("created_at", "last_active_at", "expires_after_days", "expires"),
-              ("chunk_count", "term_count", "embedding_model"), "file_table")
+              ("chunk_count", "term_count", "embedding_model"), "chunking", "file_table")
     readonly_fields = tuple(name for line in fields for name in (line if isinstance(line, tuple) else (line,)))
 
     def get_queryset(self, request: HttpRequest) -> QuerySet[VectorStore]:
@@ -101,6 +101,10 @@ class VectorStoreAdmin(ReadOnly, admin.ModelAdmin):
     def status_badge(self, store: VectorStore) -> str:
         status = vector_store_object(store, expires_at(store), is_expired(store))["status"]
         return format_html('<span class="vector-store-status" data-status="{}">{}</span>', status, status)
+
+    @admin.display(description="chunking of new files")
+    def chunking(self, store: VectorStore) -> str:
+        return chunking_text(store)
 
     @admin.display(description="expires")
     def expires(self, store: VectorStore) -> Any:
@@ -184,8 +188,7 @@ class VectorStoreFileAdmin(ReadOnly, admin.ModelAdmin):
 
     @admin.display(description="chunking")
     def chunking(self, store_file: VectorStoreFile) -> str:
-        return (f"{store_file.chunking_type}: {store_file.max_chunk_size_tokens} tokens a chunk, "
-                f"{store_file.chunk_overlap_tokens} of overlap")
+        return chunking_text(store_file)
 
     @admin.action(description="Re-ingest the selected files", permissions=["reingest"])
     def reingest_files(self, request: HttpRequest, queryset: QuerySet[VectorStoreFile]) -> None:
@@ -236,3 +239,7 @@ def _file_row(store_file: VectorStoreFile) -> dict[str, Any]:
         "created_at": store_file.created_at,
     }
 
+
+def chunking_text(row: VectorStore | VectorStoreFile) -> str:
+    """A store's chunking (of the files added without their own) or a file's."""
+    return f"{row.chunking_type}: {row.max_chunk_size_tokens} tokens a chunk, {row.chunk_overlap_tokens} of overlap"

@@ -144,6 +144,9 @@ def _expires_in(expires_after: dict[str, Any] | None, purpose: str) -> int | Non
 
 
 def _check_size(upload: File, purpose: str) -> None:
+    if not upload.size:
+        # As OpenAI: an empty file is good for nothing (a store cannot index it, a batch has no line).
+        raise InvalidRequest("File is empty.", param="file", code="empty_file")
     cap = settings.BATCH_FILE_MAX_BYTES if purpose == FilePurpose.BATCH else settings.FILE_MAX_BYTES
     if upload.size > cap:
         raise InvalidRequest(f"The file is {upload.size} bytes; the most a file with purpose '{purpose}' may have "

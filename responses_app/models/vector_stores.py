@@ -52,6 +52,11 @@ class VectorStore(models.Model):
     # One more with every change to its chunks: a process's copy of its vectors
     # (vector_stores/vectors.py) is good while it was read at the version now stored.
     index_version = models.PositiveBigIntegerField(default=0)
+    # The chunking of a file added without a chunking_strategy of its own: the create's
+    # (OpenAI's auto, 800 tokens overlapping by 400, unless it named static sizes).
+    chunking_type = models.CharField(max_length=8, default="auto")
+    max_chunk_size_tokens = models.PositiveIntegerField(default=800)
+    chunk_overlap_tokens = models.PositiveIntegerField(default=400)
 
     class Meta:
         indexes = [models.Index(fields=["tenant", "created_at"])]

@@ -49,7 +49,7 @@ AUTO = ChunkingStrategy("auto", AUTO_MAX_TOKENS, AUTO_OVERLAP_TOKENS)
 
 
 def parse_chunking_strategy(value: Any, param: str = "chunking_strategy") -> ChunkingStrategy:
-    """``chunking_strategy`` of a create: absent or ``{"type": "auto"}``, or static sizes."""
+    """``chunking_strategy`` of a store or a file: absent or ``{"type": "auto"}``, or static sizes."""
     if value is None:
         return AUTO
     if not isinstance(value, dict):
@@ -83,7 +83,7 @@ def parse_chunking_strategy(value: Any, param: str = "chunking_strategy") -> Chu
 class FileToAttach:
     file_id: str
     attributes: Attributes | None
-    chunking: ChunkingStrategy
+    chunking: ChunkingStrategy | None  # None: the store's
 
 
 @dataclass(frozen=True)
@@ -92,6 +92,8 @@ class VectorStoreCreate:
     description: str
     metadata: dict[str, str] | None
     expires_after_days: int | None
+    # Of its files, and of every file added later without a chunking_strategy of its own.
+    chunking: ChunkingStrategy
     files: list[FileToAttach]
 
 
@@ -113,17 +115,13 @@ class SearchRequest:
 def parse_vector_store_create(body: Any) -> VectorStoreCreate:
     fields = body_fields({} if body is None else body, (
         "name", "description", "metadata", "expires_after", "file_ids", "chunking_strategy"))
-    chunking = parse_chunking_strategy(fields.get("chunking_strategy"))
-    file_ids = _file_ids(fields.get("file_ids", []), "file_ids")
-    if "chunking_strategy" in fields and not file_ids:
-        raise InvalidRequest("'chunking_strategy' is only applicable if 'file_ids' is non-empty.",
-                             param="chunking_strategy")
     return VectorStoreCreate(
         name=_text(fields.get("name", ""), "name", MAX_NAME),
         description=_text(fields.get("description", ""), "description", MAX_DESCRIPTION),
         metadata=parse_metadata(fields["metadata"]) if "metadata" in fields else None,
         expires_after_days=_expiry_days(fields["expires_after"]) if "expires_after" in fields else None,
-        files=[FileToAttach(file_id, None, chunking) for file_id in file_ids])
+        chunking=parse_chunking_strategy(fields.get("chunking_strategy")),
+        files=[FileToAttach(file_id, None, None) for file_id in _file_ids(fields.get("file_ids", []), "file_ids")])
 
 
 def parse_vector_store_update(body: Any) -> VectorStoreUpdate:
@@ -160,7 +158,8 @@ def parse_file_batch_create(body: Any) -> list[FileToAttach]:
                              "not neither.", param="file_ids", code="missing_required_parameter")
     if "file_ids" in fields:
         attributes = parse_attributes(fields.get("attributes"), "attributes")
-        chunking = parse_chunking_strategy(fields.get("chunking_strategy"))
+        chunking = (parse_chunking_strategy(fields["chunking_strategy"]) if fields.get("chunking_strategy") is not None
+                    else None)
         files = [FileToAttach(file_id, attributes, chunking) for file_id in _file_ids(fields["file_ids"], "file_ids")]
     else:
         if "attributes" in fields or "chunking_strategy" in fields:
@@ -233,7 +232,7 @@ def _file_to_attach(fields: dict[str, Any], prefix: str) -> FileToAttach:
     if not isinstance(fields["file_id"], str):
         raise invalid_type(f"{prefix}file_id", "a string", fields["file_id"])
     chunking = (parse_chunking_strategy(fields["chunking_strategy"], f"{prefix}chunking_strategy")
-                if "chunking_strategy" in fields else AUTO)
+                if fields.get("chunking_strategy") is not None else None)
     return FileToAttach(fields["file_id"], parse_attributes(fields.get("attributes"), f"{prefix}attributes"),
                         chunking)
 

@@ -4,7 +4,6 @@ tenant's caps checked before anything is written."""
 
 from __future__ import annotations
 
-import codecs
 import time
 from collections.abc import Sequence
 from datetime import timedelta
@@ -30,6 +29,7 @@ from responses_app.observability import recorder
 from responses_app.validation.search_options import Filter, Ranking, parse_filter, parse_ranking_options
 from responses_app.validation.vector_stores import (
     Attributes,
+    ChunkingStrategy,
     FileToAttach,
     SearchRequest,
     VectorStoreCreate,
@@ -39,7 +39,6 @@ from responses_app.vector_stores import indexing, ingest
 from responses_app.vector_stores.search import SearchResult, search
 from responses_app.wire.errors import InvalidRequest, NotFound, RateLimited
 
-SNIFF_BYTES = 64 * 1024
 QUOTA_RETRY_AFTER_S = 60
 IN_PROGRESS = VectorStoreFileStatus.IN_PROGRESS
 TOOL_RESULTS = 10  # a file_search tool's results when it sets no max_num_results
@@ -57,7 +56,10 @@ def create_vector_store(tenant: Tenant, request: VectorStoreCreate) -> VectorSto
                               retry_after=QUOTA_RETRY_AFTER_S, code="vector_store_quota_exceeded")
         store = VectorStore.objects.create(tenant=tenant, name=request.name, description=request.description,
                                            metadata=request.metadata, expires_after_days=request.expires_after_days,
-                                           embedding_model=settings.VECTOR_STORE_EMBEDDING_MODEL)
+                                           embedding_model=settings.VECTOR_STORE_EMBEDDING_MODEL,
+                                           chunking_type=request.chunking.type,
+                                           max_chunk_size_tokens=request.chunking.max_chunk_size_tokens,
+                                           chunk_overlap_tokens=request.chunking.chunk_overlap_tokens)
         _attach(tenant, store, request.files, batch=None)
     return get_vector_store(tenant, store.pk)
 
@@ -263,55 +265,47 @@ def file_batch_status(batch: VectorStoreFileBatch) -> str:
 
 def _attach(tenant: Tenant, store: VectorStore, requests: Sequence[FileToAttach],
             batch: VectorStoreFileBatch | None) -> list[VectorStoreFile]:
-    """Attach the files (each of the tenant's, readable, within the caps) in the caller's
-    transaction; their ingestion is sent once it commits. A file attached again is
-    re-ingested with its new attributes and chunking."""
-    files = {request.file_id: _attachable_file(tenant, request.file_id, sniff=batch is None) for request in requests}
-    _check_quota(tenant, store, [files[request.file_id] for request in requests])
+    """Attach the files (each of the tenant's, within the caps) in the caller's transaction;
+    their ingestion is sent once it commits. A file that cannot be indexed fails alone, with
+    its ``last_error``: here when its size says so, at ingestion when its bytes do. A file
+    attached again is re-ingested with its new attributes and chunking; a file without a
+    chunking of its own is chunked as the store says."""
+    files = {request.file_id: get_file(tenant, request.file_id) for request in requests}
+    errors = {file_id: error for file_id, file in files.items() if (error := _size_error(file)) is not None}
+    _check_quota(tenant, store, [file for file_id, file in files.items() if file_id not in errors])
     attached = []
     for request in requests:
         old = VectorStoreFile.objects.filter(vector_store=store, file_id=request.file_id).first()
         if old is not None:
             detach(old)
+        chunking = request.chunking or store_chunking(store)
+        error = errors.get(request.file_id)
         attached.append(VectorStoreFile.objects.create(
             vector_store=store, file=files[request.file_id], batch=batch, attributes=request.attributes,
-            max_chunk_size_tokens=request.chunking.max_chunk_size_tokens,
-            chunk_overlap_tokens=request.chunking.chunk_overlap_tokens, chunking_type=request.chunking.type))
+            max_chunk_size_tokens=chunking.max_chunk_size_tokens, chunk_overlap_tokens=chunking.chunk_overlap_tokens,
+            chunking_type=chunking.type, last_error=error,
+            status=VectorStoreFileStatus.FAILED if error else IN_PROGRESS))
     if attached:
         VectorStore.objects.filter(pk=store.pk).update(last_active_at=timezone.now())
     for store_file in attached:
-        transaction.on_commit(lambda pk=store_file.pk: ingest.send_ingest_task(pk))
+        if store_file.status == IN_PROGRESS:
+            transaction.on_commit(lambda pk=store_file.pk: ingest.send_ingest_task(pk))
     return attached
 
 
-def _attachable_file(tenant: Tenant, file_id: str, sniff: bool) -> StoredFile:
-    file = get_file(tenant, file_id)
+def store_chunking(store: VectorStore) -> ChunkingStrategy:
+    """How the store chunks a file added without a chunking_strategy of its own."""
+    return ChunkingStrategy(store.chunking_type, store.max_chunk_size_tokens, store.chunk_overlap_tokens)
+
+
+def _size_error(file: StoredFile) -> dict[str, str] | None:
+    """The ``last_error`` of a file whose size alone says that it cannot be indexed."""
     if file.bytes == 0:
-        raise InvalidRequest(f"The file '{file_id}' is empty.", param="file_id", code="invalid_file")
+        return {"code": "invalid_file", "message": f"The file '{file.pk}' is empty."}
     if file.bytes > settings.VECTOR_STORE_FILE_MAX_BYTES:
-        raise InvalidRequest(f"The file '{file_id}' is {file.bytes} bytes; a vector store reads files of at most "
-                             f"{settings.VECTOR_STORE_FILE_MAX_BYTES} bytes (VECTOR_STORE_FILE_MAX_BYTES).",
-                             param="file_id", code="file_too_large")
-    if sniff:
-        with open_content(file) as content:
-            start = content.read(SNIFF_BYTES)
-        if not _looks_like_text_or_pdf(start):
-            raise InvalidRequest(f"The file '{file_id}' ({file.filename}) is neither text nor a PDF: a vector store "
-                                 "reads plain text, Markdown, JSON, CSV, source code and PDF.", param="file_id",
-                                 code="unsupported_file")
-    return file
-
-
-def _looks_like_text_or_pdf(start: bytes) -> bool:
-    if start.startswith(b"%PDF-"):
-        return True
-    if b"\x00" in start:
-        return False
-    try:
-        codecs.getincrementaldecoder("utf-8-sig")().decode(start, final=False)  # a cut last character is fine
-    except UnicodeDecodeError:
-        return False
-    return True
+        return {"code": "invalid_file", "message": f"The file '{file.pk}' is {file.bytes} bytes; a vector store "
+                f"reads files of at most {settings.VECTOR_STORE_FILE_MAX_BYTES} bytes (VECTOR_STORE_FILE_MAX_BYTES)."}
+    return None
 
 
 def _check_quota(tenant: Tenant, store: VectorStore, files: Sequence[StoredFile]) -> None:

@@ -91,6 +91,18 @@ def test_a_bad_upload_is_a_400_naming_the_parameter_and_stores_nothing(alice: op
     assert StoredFile.objects.count() == before
 
 
+@pytest.mark.parametrize("purpose", ["assistants", "user_data", "batch"])
+def test_an_empty_upload_is_a_400_as_at_openai_and_stores_nothing(alice: openai.OpenAI, purpose: str, db_access):
+    from responses_app.models import StoredFile
+
+    before = StoredFile.objects.count()
+    with pytest.raises(openai.BadRequestError) as refused:
+        alice.files.create(file=("empty.txt", b""), purpose=purpose)
+    assert refused.value.body == {"message": "File is empty.", "type": "invalid_request_error", "param": "file",
+                                  "code": "empty_file"}
+    assert StoredFile.objects.count() == before
+
+
 def test_the_form_needs_a_file_and_a_purpose_and_nothing_else(stack, alice_key):
     with http_client(stack, alice_key) as client:
         no_purpose = client.post("/files", files={"file": ("a.txt", b"a")})

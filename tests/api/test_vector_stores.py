@@ -149,6 +149,31 @@ def test_a_static_chunking_strategy_cuts_overlapping_chunks(carol: openai.OpenAI
     assert carol.vector_stores.files.content(added.id, vector_store_id=store.id).data[0].text == words
 
 
+def test_a_stores_chunking_strategy_chunks_every_file_added_later_without_its_own(carol: openai.OpenAI):
+    words = " ".join(f"word{n}" for n in range(3000))
+    static = {"type": "static", "static": {"max_chunk_size_tokens": 100, "chunk_overlap_tokens": 50}}
+    store = carol.vector_stores.create(name="chunked", chunking_strategy=static)  # no file_ids: as OpenAI takes it
+    added = carol.vector_stores.files.create_and_poll(file_id=upload(carol, "long.txt", words),
+                                                      vector_store_id=store.id)
+    batch = carol.vector_stores.file_batches.create_and_poll(store.id, file_ids=[upload(carol, "b.txt", words)])
+    own = carol.vector_stores.files.create_and_poll(
+        file_id=upload(carol, "own.txt", words), vector_store_id=store.id,
+        chunking_strategy={"type": "static", "static": {"max_chunk_size_tokens": 400, "chunk_overlap_tokens": 0}})
+    assert added.status == own.status == "completed" and batch.file_counts.completed == 1
+    in_batch = carol.vector_stores.file_batches.list_files(batch.id, vector_store_id=store.id).data[0]
+    sizes = {f.id: (f.chunking_strategy.static.max_chunk_size_tokens, f.chunking_strategy.static.chunk_overlap_tokens)
+             for f in (added, in_batch, own)}
+    assert sizes == {added.id: (100, 50), in_batch.id: (100, 50), own.id: (400, 0)}
+    hits = carol.vector_stores.search(store.id, query="word1500", max_num_results=50, ranking_options=LEXICAL).data
+    # The store's windows of 100 tokens move by 50 (a word in two chunks of each such file),
+    # the file's own of 400 by 400 (in one).
+    assert sorted(hit.file_id for hit in hits) == sorted([added.id] * 2 + [in_batch.id] * 2 + [own.id])
+    auto = carol.vector_stores.files.create_and_poll(file_id=upload(carol, "auto.txt", "auto words"),
+                                                     vector_store_id=carol.vector_stores.create(name="auto").id)
+    assert (auto.chunking_strategy.static.max_chunk_size_tokens,
+            auto.chunking_strategy.static.chunk_overlap_tokens) == (800, 400)
+
+
 def test_stores_are_listed_in_pages_updated_and_deleted(carol: openai.OpenAI):
     ids = [carol.vector_stores.create(name=f"s{n}").id for n in range(5)]
     assert [store.id for store in carol.vector_stores.list()] == ids[::-1]
@@ -319,38 +344,53 @@ def test_a_bad_search_is_a_400_naming_its_parameter(carol: openai.OpenAI, stack,
         assert_openai_error(http.post(f"/vector_stores/{store.id}/search", json=body), 400, param)
 
 
-def test_bad_files_are_refused_when_added_and_nothing_is_stored(carol: openai.OpenAI, carol_tenant: str, stack,
-                                                                settings, db_access):
+def test_a_file_that_cannot_be_indexed_fails_alone_with_its_last_error(carol: openai.OpenAI, stack, settings):
+    # The size cap is checked where the file is attached (this process, which the setting reaches).
+    settings.VECTOR_STORE_FILE_MAX_BYTES = 1000
+    good = {name: upload(carol, name, text) for name, text in HANDBOOK.items()}
+    bad = {upload(carol, "blob.bin", b"\x89PNG\r\n\x1a\n\x00\x00"): "unsupported_file",
+           upload(carol, "big.txt", b"x " * 501): "invalid_file",
+           upload(carol, "blank.txt", b" \n\t\n"): "invalid_file"}
+    store = carol.vector_stores.create(name="mixed")
+    batch = carol.vector_stores.file_batches.create_and_poll(store.id, file_ids=[*good.values(), *bad])
+    assert batch.status == "completed"
+    assert (batch.file_counts.completed, batch.file_counts.failed, batch.file_counts.total) == (3, 3, 6)
+    failed = carol.vector_stores.files.list(store.id, filter="failed").data
+    assert {f.id: f.last_error.code for f in failed} == bad and all(f.last_error.message for f in failed)
+    assert "1000 bytes" in next(f for f in failed if f.last_error.message.endswith("(VECTOR_STORE_FILE_MAX_BYTES)."
+                                                                                  )).last_error.message
+    assert {hit.filename for hit in carol.vector_stores.search(store.id, query="leave badge receipts").data} == set(
+        HANDBOOK)
+    # One at a time, and among a create's files: the same, never a 400 for the others.
+    alone = carol.vector_stores.files.create_and_poll(file_id=next(iter(bad)), vector_store_id=store.id)
+    assert (alone.status, alone.last_error.code) == ("failed", "unsupported_file")
+    store = carol.vector_stores.create(name="with a bad file", file_ids=[good["leave.md"], *bad])
+    stack.worker.drain()  # the ingestions, on the in-process worker's threads
+    statuses = {f.id: f.status for f in carol.vector_stores.files.list(store.id).data}
+    assert statuses == {good["leave.md"]: "completed", **{file_id: "failed" for file_id in bad}}
+
+
+def test_bad_store_and_file_requests_are_400s_and_nothing_is_stored(carol: openai.OpenAI, carol_tenant: str,
+                                                                    stack, db_access):
     from responses_app.models import VectorStore, VectorStoreFile
 
-    settings.VECTOR_STORE_FILE_MAX_BYTES = 1000
     store = carol.vector_stores.create(name="refusals")
-    refused = {
-        "empty": (upload(carol, "empty.txt", b""), "invalid_file"),
-        "binary": (upload(carol, "blob.bin", b"\x89PNG\r\n\x1a\n\x00\x00"), "unsupported_file"),
-        "large": (upload(carol, "big.txt", b"x" * 1001), "file_too_large"),
-    }
+    good = upload(carol, "ok.txt", "fine")
     with http_client(stack, carol.api_key) as http:
-        for file_id, code in refused.values():
-            error = assert_openai_error(http.post(f"/vector_stores/{store.id}/files", json={"file_id": file_id}),
-                                        400, "file_id")
-            assert error["code"] == code
         assert_openai_error(http.post(f"/vector_stores/{store.id}/files", json={"file_id": "file-nope"}),
                             404, "file_id")
-        # One bad file of several: the store is not created.
-        good = upload(carol, "ok.txt", "fine")
-        assert_openai_error(http.post("/vector_stores", json={"file_ids": [good, refused["binary"][0]]}),
-                            400, "file_id")
+        # One missing file of several: the store is not created.
+        assert_openai_error(http.post("/vector_stores", json={"file_ids": [good, "file-nope"]}), 404, "file_id")
         for body, param in (
                 ({"name": 5}, "name"),
                 ({"expires_after": {"anchor": "created_at", "days": 1}}, "expires_after.anchor"),
                 ({"file_ids": [good], "chunking_strategy": {"type": "static", "static": {
                     "max_chunk_size_tokens": 100, "chunk_overlap_tokens": 60}}},
                  "chunking_strategy.static.chunk_overlap_tokens"),
-                ({"file_ids": [good], "chunking_strategy": {"type": "static", "static": {
+                ({"chunking_strategy": {"type": "static", "static": {
                     "max_chunk_size_tokens": 5000, "chunk_overlap_tokens": 0}}},
                  "chunking_strategy.static.max_chunk_size_tokens"),
-                ({"chunking_strategy": {"type": "auto"}}, "chunking_strategy")):
+                ({"chunking_strategy": {"type": "other"}}, "chunking_strategy")):
             assert_openai_error(http.post("/vector_stores", json=body), 400, param)
         assert_openai_error(http.post(f"/vector_stores/{store.id}/files", json={
             "file_id": good, "attributes": {"k": {"nested": 1}}}), 400, "attributes.k")
