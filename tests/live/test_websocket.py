@@ -9,6 +9,7 @@ import asyncio
 import signal
 import socket
 import threading
+import time
 import uuid
 from typing import Any
 
@@ -233,21 +234,41 @@ def test_a_create_the_http_api_would_refuse_is_an_error_event_and_writes_nothing
     assert Response.objects.count() == before + 1
 
 
-def test_a_bad_key_gets_an_error_event_and_a_close_the_sdk_does_not_retry(stack):
+def test_a_bad_key_answers_the_sdks_first_create_with_a_401_error_event_then_a_close_it_does_not_retry(stack):
     client = openai.OpenAI(base_url=stack.base_url, api_key="sk-not-a-real-key", max_retries=0)
     events = []
     with pytest.raises(ConnectionClosed) as closed:
         with client.responses.connect(on_reconnecting=lambda event: None) as connection:
+            time.sleep(0.5)  # a client that sends its first create a moment after connecting
+            connection.response.create(model="echo", input="Hi")  # goes through: the socket is open
             for event in connection:
                 events.append(event.to_dict())
     assert closed.value.rcvd.code == 3000
     assert [e["type"] for e in events] == ["error"]
     assert events[0]["status"] == 401 and events[0]["error"]["code"] == "invalid_api_key"
+    assert "API key" in events[0]["error"]["message"]
+    # dispatch_events, the SDK's push-based reading, raises it as an OpenAIError.
+    with pytest.raises(openai.OpenAIError, match="invalid_api_key"):
+        with client.responses.connect(on_reconnecting=lambda event: None) as connection:
+            time.sleep(0.5)
+            connection.response.create(model="echo", input="Hi")
+            connection.dispatch_events()
+
+
+def test_a_refused_socket_that_only_listens_gets_its_error_and_close_after_a_wait(stack):
+    client = openai.OpenAI(base_url=stack.base_url, api_key="sk-not-a-real-key", max_retries=0)
+    with pytest.raises(ConnectionClosed) as closed:
+        with client.responses.connect(on_reconnecting=lambda event: None) as connection:
+            error = connection.recv().to_dict()
+            connection.recv()
+    assert closed.value.rcvd.code == 3000
+    assert error["status"] == 401 and error["error"]["code"] == "invalid_api_key"
 
 
 def test_a_bad_session_name_is_refused_at_the_handshake(alice: openai.OpenAI):
     with pytest.raises(ConnectionClosed) as closed:
         with alice.responses.connect(extra_query={"session": "not a valid name!"}) as connection:
+            connection.response.create(model="echo", input="Hi")
             error = connection.recv().to_dict()
             connection.recv()
     assert closed.value.rcvd.code == 4400

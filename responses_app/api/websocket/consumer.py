@@ -1,9 +1,13 @@
 """The Responses WebSocket (``client.responses.connect()``) at ``/v1/responses``.
 
 Authenticated once at the handshake with the same API keys as HTTP (and again for each
-create, so that a revoked key stops working at once); a bad key gets an ``error`` event
-with status 401 and the close code 3000 ("Unauthorized" in the IANA registry; a bad
-query gets its 400 and 4400), which the SDK does not retry. Client events:
+create, so that a revoked key stops working at once). A bad key gets an ``error`` event
+with status 401 and then the close code 3000 ("Unauthorized" in the IANA registry; a bad
+query gets its 400 and 4400), which the SDK does not retry: Daphne can refuse a handshake
+only with a 403, so the socket is accepted and the error answers the client's first
+message (or REFUSAL_WAIT_S of silence). The SDK sends its first event right after the
+handshake; a socket already closed would fail that send with a bare close code, and the
+error event would never be read. Client events:
 ``response.create`` (the body of ``POST /v1/responses``, always streamed, plus the lane
 ``stream_id``) and ``response.steer``. Each response is an ordinary persisted response;
 this socket only follows it (lane.py). Query parameters: ``session`` names the socket
@@ -50,6 +54,9 @@ UNAUTHORIZED_CLOSE = 3000
 BAD_REQUEST_CLOSE = 4400
 SESSION_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 STREAM_ID_MAX = 64
+# How long a socket refused at the handshake waits for the client's first message before it
+# sends its error and closes anyway (a client that only listens).
+REFUSAL_WAIT_S = 5.0
 
 
 class ResponsesSocket(AsyncWebsocketConsumer):
@@ -57,6 +64,9 @@ class ResponsesSocket(AsyncWebsocketConsumer):
     authorization: str | None
     session: str
     socket_id: str
+
+    refusal: APIError | None = None
+    refusal_timer: asyncio.Task | None = None
 
     async def connect(self) -> None:
         await self.accept()
@@ -66,8 +76,8 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             self.caller = await db(authenticate_bearer)(self.authorization)
             session, seen = _query(self.scope["query_string"].decode("latin-1"))
         except APIError as error:
-            await self.send(text_data=error_event(error))
-            await self.close(code=UNAUTHORIZED_CLOSE if error.status_code == 401 else BAD_REQUEST_CLOSE)
+            self.refusal = error
+            self.refusal_timer = asyncio.create_task(self._refuse(after_s=REFUSAL_WAIT_S))
             return
         self.socket_id = uuid.uuid4().hex
         self.session = session or self.socket_id
@@ -93,13 +103,24 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             # not for the tasks it started: they end here, or are collected pending.
             await self._stop_tasks()
 
+    async def _refuse(self, after_s: float = 0.0) -> None:
+        """Send the handshake's error, then close with its code (once)."""
+        await asyncio.sleep(after_s)
+        error, self.refusal = self.refusal, None
+        if error is not None:
+            await self.send(text_data=error_event(error))
+            await self.close(code=UNAUTHORIZED_CLOSE if error.status_code == 401 else BAD_REQUEST_CLOSE)
+
     async def _stop_tasks(self) -> None:
+        if self.refusal_timer is not None:
+            self.refusal_timer.cancel()
         if hasattr(self, "lanes"):
             await asyncio.gather(*(lane.stop() for lane in self.lanes.values()), self.presence.stop())
 
     async def disconnect(self, code: int) -> None:
         if not hasattr(self, "lanes"):
-            return  # refused at the handshake
+            await self._stop_tasks()  # refused at the handshake
+            return
         # Detached before the lanes stop: the session's responses start their grace whatever
         # a lane is in the middle of (Daphne kills a socket that takes over 10 s to close).
         if not await self.presence.leave():
@@ -109,7 +130,12 @@ class ResponsesSocket(AsyncWebsocketConsumer):
 
     async def receive(self, text_data: str | None = None, bytes_data: bytes | None = None) -> None:
         if not hasattr(self, "lanes"):
-            return  # refused at the handshake: the close is on its way
+            # Refused at the handshake: the first message is answered with the error (unless
+            # the timer is sending it: it has taken it).
+            if self.refusal is not None and self.refusal_timer is not None:
+                self.refusal_timer.cancel()
+                await self._refuse()
+            return
         try:
             event = json_input.loads(text_data if text_data is not None else bytes_data or b"",
                                      max_depth=settings.JSON_BODY_MAX_DEPTH)
