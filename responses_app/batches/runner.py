@@ -71,8 +71,12 @@ def validate_batch(batch_id: str) -> None:
                 BatchRequest.objects.bulk_create(chunk)
                 chunk = []
         BatchRequest.objects.bulk_create(chunk)
+    # Marked advanced as it starts: beat's tick takes up a batch that never advanced, and
+    # would otherwise race the advance just below for it.
+    now = timezone.now()
     started = Batch.objects.filter(pk=batch.pk, status=BatchStatus.VALIDATING).update(
-        status=BatchStatus.IN_PROGRESS, in_progress_at=timezone.now(), total=checked.requests, model=checked.model)
+        status=BatchStatus.IN_PROGRESS, in_progress_at=now, advanced_at=now, total=checked.requests,
+        model=checked.model)
     if started:
         advance_batch(batch.pk)
 
