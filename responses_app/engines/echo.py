@@ -12,6 +12,11 @@ It reads the harmony prompt it is given and answers the LAST user message:
   script drives a whole tool-calling exchange, within one response or across several.
   ``{tool_output}`` in a script stands for the text of the prompt's last tool message,
   so that a test can see what a tool told the model.
+* A prompt whose assistant message starts with a call's header (a forcing ``tool_choice``
+  prefills it; so does a lost worker's open call): that call, its arguments made from the
+  user's text (a search for it; code that prints it; ``{}`` for a function), so that the
+  demo shows a forced tool working. A header that leaves the recipient open (``required``
+  with several tools, a namespace) is completed with the first such tool of the prompt.
 * The compaction request (base.SUMMARY_REQUEST): a digest of the messages before it,
   each one's role and the start of its text, standing in for a model's summary.
 * A reasoning summary request (harmony.prompt.REASONING_SUMMARY_REQUEST): the first sentence of
@@ -23,6 +28,8 @@ Every call runs on the engine host's shared asyncio loop, so it never blocks.
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -30,10 +37,17 @@ from dataclasses import dataclass
 from openai_harmony import HarmonyEncoding, Message, Role, StreamableParser
 
 from responses_app.engines.base import SUMMARY_REQUEST, EngineChunk, EngineDead, SamplingParams
+from responses_app.harmony import file_search
 from responses_app.harmony.encoding import get_encoding, special_token_id
-from responses_app.harmony.prompt import REASONING_SUMMARY_REQUEST
+from responses_app.harmony.prompt import (
+    BROWSER_NAMESPACE,
+    FUNCTION_CALL_CONTENT_TYPE,
+    PYTHON_RECIPIENT,
+    REASONING_SUMMARY_REQUEST,
+)
 
 SCRIPT_PREFIX = "<|channel|>"
+MESSAGE_START = "<|message|>"
 TOOL_OUTPUT_PLACEHOLDER = "{tool_output}"
 CHUNK_TOKENS = 3  # small, so that message boundaries fall inside a chunk
 ABORTED_HISTORY = 1000
@@ -111,7 +125,7 @@ class EchoEngine:
             script = view.user_text.lstrip().replace(TOOL_OUTPUT_PLACEHOLDER, view.last_tool_output)
             tokens = script_segment(encoding, script, view.calls_after_user)
         else:
-            tokens = echo_answer(encoding, view.user_text)
+            tokens = forced_call(encoding, prefill, prompt, view.user_text) or echo_answer(encoding, view.user_text)
         # A continued output (a lost worker's response, worker/generation) has the assistant's
         # messages so far after the last turn's start: the answer goes on after all of them.
         for prefix in (assistant_run(encoding, prompt_token_ids), prefill):
@@ -269,6 +283,47 @@ def echo_answer(encoding: HarmonyEncoding, user_text: str) -> list[int]:
         *plain(f"You said: {user_text}"),
         *markup("<|return|>"),
     ]
+
+
+def forced_call(encoding: HarmonyEncoding, prefill: list[int], prompt: list[int], user_text: str) -> list[int] | None:
+    """The call whose header the prefill starts (None when it starts none): the header
+    completed where it leaves the recipient open, then arguments made from the user's text."""
+    written = encoding.decode(prefill)
+    before, trigger, after = written.partition(" to=")
+    if not trigger:
+        return None
+    if MESSAGE_START in written:
+        header = written[: written.index(MESSAGE_START)]
+        recipient = re.match(r"[^\s<]*", after).group()  # type: ignore[union-attr]
+    else:  # "to=" or "to=namespace.": the prompt's first tool that fits
+        recipient = next((tool for tool in declared_tools(encoding.decode(prompt)) if tool.startswith(after)), "")
+        if not recipient:
+            return None
+        kind = "code" if recipient == PYTHON_RECIPIENT or recipient.startswith(f"{BROWSER_NAMESPACE}.") \
+            else FUNCTION_CALL_CONTENT_TYPE
+        header = f"{before}{trigger}{recipient} {kind}"
+    arguments = _call_arguments(recipient, FUNCTION_CALL_CONTENT_TYPE in header, user_text)
+    return [*encoding.encode(f"{header}{MESSAGE_START}", allowed_special="all"),
+            *encoding.encode(arguments, disallowed_special=()),
+            *encoding.encode("<|call|>", allowed_special="all")]
+
+
+def declared_tools(prompt_text: str) -> list[str]:
+    """The recipients a prompt offers, in its order: ``python`` and each namespace's functions."""
+    tools = [PYTHON_RECIPIENT] if f"## {PYTHON_RECIPIENT}\n" in prompt_text else []
+    for namespace, body in re.findall(r"namespace (\S+) \{(.*?)\} // namespace \1", prompt_text, re.DOTALL):
+        tools += [f"{namespace}.{name}" for name in re.findall(r"^type (\w+) =", body, re.MULTILINE)]
+    return tools
+
+
+def _call_arguments(recipient: str, json_call: bool, user_text: str) -> str:
+    if recipient == PYTHON_RECIPIENT:
+        return f"print({user_text!r})"
+    if recipient == f"{BROWSER_NAMESPACE}.search":
+        return json.dumps({"query": user_text})
+    if recipient == file_search.RECIPIENT:
+        return json.dumps({"queries": [user_text]})
+    return "{}" if json_call else user_text  # a function's arguments; a custom tool's input
 
 
 def digest(messages: tuple[tuple[str, str], ...]) -> str:

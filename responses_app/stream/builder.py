@@ -40,6 +40,8 @@ CALL_TEXT = {"function_call": "arguments", "custom_tool_call": "input"}
 # Items whose text streams from the model's message; the tool loop's items (code
 # interpreter, MCP, web search) are opened and closed through the generic methods below.
 MESSAGE_ITEM_TYPES = frozenset({"reasoning", "message", "function_call", "custom_tool_call"})
+# The server's tool calls whose status may be ``failed`` (the SDK's types).
+FAILABLE_CALL_TYPES = frozenset({"file_search_call", "web_search_call", "code_interpreter_call", "mcp_call"})
 # Finds url_citation annotations in a final answer's text (set by the tool loop for web search).
 Annotator = Callable[[str], list[dict[str, Any]]]
 
@@ -141,8 +143,10 @@ class EventBuilder:
     def open_item(self) -> dict[str, Any] | None:
         return self.output[self._open_index] if self._open_index is not None else None
 
-    def close_open_item(self) -> None:
-        """End an item cut off by a limit, a cancel or a failure as ``incomplete``."""
+    def close_open_item(self, failed: bool = False) -> None:
+        """End an item cut off by a limit, a cancel or a failure as ``incomplete``; when
+        the response ``failed``, a tool call whose type has a ``failed`` status ends so (its
+        call was never made, and the response's error says why)."""
         item = self.open_item
         if item is None:
             return
@@ -151,7 +155,7 @@ class EventBuilder:
         elif item["type"] in MESSAGE_ITEM_TYPES:
             self._finish_item(self._item_text(item), "incomplete")
         else:
-            self.finish_item("incomplete")
+            self.finish_item("failed" if failed and item["type"] in FAILABLE_CALL_TYPES else "incomplete")
 
     # --- tool items ----------------------------------------------------------------------------
 

@@ -23,7 +23,14 @@ from django.db import connection, transaction
 from django.utils import timezone
 from psycopg.types.json import Jsonb
 
-from responses_app.models import TERMINAL_EVENT_TYPES, TERMINAL_STATUSES, OutputItem, Response, ResponseEvent
+from responses_app.models import (
+    TERMINAL_EVENT_TYPES,
+    TERMINAL_STATUSES,
+    OutputItem,
+    Response,
+    ResponseEvent,
+    ResponseStatus,
+)
 from responses_app.observability import recorder
 from responses_app.stream import doorbell
 from responses_app.stream.builder import EventBuilder
@@ -188,7 +195,7 @@ def write_terminal(response_id: str, status: str, **terminal: Unpack[Terminal]) 
         # The worker's copy was read when it claimed the response; steering sets the flag
         # later, under this lock (what follows the end reads it: services/steered.py).
         response.steer_requested = locked.steer_requested
-        builder.close_open_item()
+        builder.close_open_item(failed=status == ResponseStatus.FAILED)
         response.status = status
         response.error = terminal.get("error")
         response.incomplete_details = terminal.get("incomplete_details")

@@ -110,7 +110,8 @@ async def generate(
     except ToolLoopFailure as error:
         raise ResponseFailure(str(error), code="server_error") from error
     except HarmonyOutputError as error:
-        raise ResponseFailure(f"The model produced output that is not valid harmony: {error}",
+        writing = f" in its {builder.open_item['type']} {builder.open_item['id']}" if builder.open_item else ""
+        raise ResponseFailure(f"The model produced output that is not valid harmony{writing}: {error}",
                               code="server_error") from error
     except EngineDead as error:
         raise ResponseFailure(f"The model engine stopped while generating this response: {error}",

@@ -161,6 +161,38 @@ def test_a_resumed_stream_gives_the_same_search(carol: openai.OpenAI, handbook):
     assert [event.to_dict() for event in resumed] == [event.to_dict() for event in events[middle + 1:]]
 
 
+def test_a_forced_file_search_on_the_echo_model_searches_for_the_users_text(carol: openai.OpenAI, handbook, stack):
+    store_id, ids = handbook
+    tools = [{"type": "file_search", "vector_store_ids": [store_id]}]
+    question = "How many days of annual leave?"
+    forced = carol.responses.create(model="echo", input=question, tools=tools, tool_choice={"type": "file_search"},
+                                    include=["file_search_call.results"])
+    assert (forced.status, forced.error, forced.tool_choice.type) == ("completed", None, "file_search")
+    search, *_, answer = forced.output
+    # The header was written for the model; the echo engine wrote the call's arguments.
+    assert (search.type, search.status, search.queries) == ("file_search_call", "completed", [question])
+    assert (search.results[0].file_id, search.results[0].text) == (ids["leave.md"], HANDBOOK["leave.md"][0])
+    assert (answer.type, forced.output_text) == ("message", f"You said: {question}")
+    with http_client(stack, carol.api_key) as http:
+        assert_openai_error(http.post("/responses", json={"model": "echo", "input": "Hi",
+                                                          "tool_choice": {"type": "file_search"}}),
+                            400, "tool_choice.type")
+
+
+def test_output_harmony_cannot_parse_fails_the_response_saying_so_and_the_call_it_was_writing(
+        carol: openai.OpenAI, handbook):
+    store_id, _ = handbook
+    broken = ('<|start|>assistant to=file_search.msearch<|channel|>analysis <|constrain|>json<|message|>'
+              '{"queries": ["leave"<|channel|>final<|message|>oops<|return|>')
+    failed = carol.responses.create(model="echo", input=script(broken), tools=[
+        {"type": "file_search", "vector_store_ids": [store_id]}])
+    assert failed.status == "failed" and failed.error.code == "server_error"
+    search = failed.output[-1]
+    assert (search.type, search.status) == ("file_search_call", "failed")
+    assert failed.error.message == (f"The model produced output that is not valid harmony in its file_search_call "
+                                    f"{search.id}: Unexpected special token '<|channel|>' inside message content.")
+
+
 def test_tool_choice_names_file_search_only_with_the_tool(carol: openai.OpenAI, handbook, stack):
     store_id, _ = handbook
     tools = [{"type": "file_search", "vector_store_ids": [store_id]}]

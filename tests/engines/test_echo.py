@@ -9,7 +9,7 @@ from responses_app.engines.base import EngineChunk, SamplingParams
 from responses_app.engines.echo import EchoEngine
 from responses_app.harmony.encoding import get_encoding, special_token_id, stop_token_ids
 from responses_app.harmony.parser import MessageFinished, OutputParser
-from responses_app.harmony.prompt import PromptRequest, render_prompt
+from responses_app.harmony.prompt import PromptRequest, forced_call_prefix, render_prompt
 
 WEATHER_TOOL = {
     "type": "function",
@@ -264,3 +264,44 @@ def test_after_a_call_the_next_segment_goes_on_from_its_own_start():
                {"type": "function_call_output", "call_id": "call_1", "output": "ok"}]
     written = "<|channel|>final<|message|>Sunny in"
     assert output_text(collect(EchoEngine(), continued(prompt(*history), written))) == " Paris.<|return|>"
+
+
+def forced(tools: list[dict], tool_choice: str | dict, text: str = "Where do sea otters sleep?") -> str:
+    """What the echo engine writes after the call header a forcing tool_choice prefills."""
+    request = PromptRequest(history=[user(text)], tools=tools, tool_choice=tool_choice)
+    prefill = forced_call_prefix(tool_choice, tools)
+    return get_encoding().decode(prefill) + output_text(collect(EchoEngine(), render_prompt(request) + prefill))
+
+
+def test_a_forced_hosted_tool_gets_a_valid_call_made_from_the_users_text():
+    question = "Where do sea otters sleep?"
+    assert forced([{"type": "file_search", "vector_store_ids": ["vs_1"]}], {"type": "file_search"}) == (
+        "<|channel|>analysis to=file_search.msearch <|constrain|>json<|message|>"
+        f'{{"queries": ["{question}"]}}<|call|>')
+    assert forced([{"type": "web_search"}], {"type": "web_search_preview"}) == (
+        f'<|channel|>analysis to=browser.search code<|message|>{{"query": "{question}"}}<|call|>')
+    assert forced([{"type": "code_interpreter", "container": {"type": "auto"}}], {"type": "code_interpreter"}) == (
+        f"<|channel|>analysis to=python code<|message|>print('{question}')<|call|>")
+    assert forced([WEATHER_TOOL], {"type": "function", "name": "get_weather"}) == (
+        "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{}<|call|>")
+
+
+def test_an_open_call_header_is_completed_with_the_prompts_first_tool_that_fits():
+    other = {"type": "function", "name": "get_time", "parameters": {"type": "object", "properties": {}}}
+    assert forced([WEATHER_TOOL, other], "required") == (
+        "<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{}<|call|>")
+    namespace = {"type": "namespace", "name": "crm", "description": "The CRM.", "tools": [other]}
+    assert forced([WEATHER_TOOL, namespace], {"type": "namespace", "name": "crm"}) == (
+        "<|channel|>commentary to=crm.get_time <|constrain|>json<|message|>{}<|call|>")
+    for call, kind, recipient in (
+            (forced([WEATHER_TOOL, other], "required"), "function_call", "functions.get_weather"),
+            (forced([WEATHER_TOOL, namespace], {"type": "namespace", "name": "crm"}), "tool_call", "crm.get_time")):
+        [message] = parsed_text(call)  # valid harmony, a whole call
+        assert (message.kind, message.recipient, message.text) == (kind, recipient, "{}")
+
+
+def parsed_text(text: str) -> list[MessageFinished]:
+    parser = OutputParser()
+    tokens = get_encoding().encode(text, allowed_special="all")
+    events = [event for token in tokens for event in parser.feed(token)] + parser.close()
+    return [event for event in events if isinstance(event, MessageFinished)]
