@@ -87,5 +87,8 @@ def keys_changed() -> None:
 @receiver(post_save, sender=Tenant)
 @receiver(post_delete, sender=ApiKey)
 @receiver(post_delete, sender=Tenant)
-def _row_changed(**_: object) -> None:
-    keys_changed()
+def _row_changed(created: bool = False, **_: object) -> None:
+    # A new key or tenant is in no process's cache: there is nothing to announce (and the
+    # first `make run` makes the demo key before its Redis is up).
+    if not created:
+        keys_changed()

@@ -93,6 +93,17 @@ def test_a_named_tool_choice_forces_a_real_model_into_the_call(alice, vllm_stack
     assert response.output[0].type == "function_call" and response.output[0].name == "get_weather"
 
 
+def test_a_forced_file_search_on_a_real_model_ends_with_a_call_or_says_why(alice, vllm_stack):
+    store = alice.vector_stores.create(name="capitals")
+    alice.vector_stores.files.upload_and_poll(vector_store_id=store.id, file=(
+        "capitals.md", b"Paris is the capital of France. Rome is the capital of Italy."))
+    response = alice.responses.create(model="tiny-trained", input=CAPITAL.input, max_output_tokens=48, **GREEDY,
+                                      tools=[{"type": "file_search", "vector_store_ids": [store.id]}],
+                                      tool_choice={"type": "file_search"})
+    print("PROBE", response.status, response.error, [item.to_dict() for item in response.output])
+    assert False
+
+
 def test_allowed_tools_on_vllm_let_the_allowed_call_through_the_structural_tag(alice, vllm_stack):
     # vLLM compiles the tag of the allowed recipients (harmony/allowed_calls.py) and the
     # trained model's call, which it allows, is written as without it. (That the tag masks

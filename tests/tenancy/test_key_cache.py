@@ -74,3 +74,17 @@ def test_with_no_cache_time_nothing_is_kept(key, settings, django_assert_num_que
     settings.API_KEY_CACHE_S = 0
     with django_assert_num_queries(1):
         authenticate_bearer(f"Bearer {key[1]}")
+
+
+def test_a_new_key_or_tenant_is_announced_to_no_one_and_a_changed_one_is(django_capture_on_commit_callbacks):
+    # A new row is in no process's cache (and the first `make run` makes the demo key before
+    # its Redis is up: announcing it warned for nothing).
+    with django_capture_on_commit_callbacks() as created:
+        row, _ = create_api_key(new_tenant("fresh"))
+    assert created == []
+    with django_capture_on_commit_callbacks() as changed:
+        row.tenant.max_concurrent_background = 2
+        row.tenant.save()
+        row.name = "renamed"
+        row.save()
+    assert [callback.__qualname__ for callback in changed] == ["keys_changed.<locals>.bump"] * 2
