@@ -16,6 +16,7 @@ file's folder up, whatever NODE_PATH says.
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -92,3 +93,14 @@ def test_an_example_that_is_not_run_still_parses(example: Example, tmp_path: Pat
     else:
         done = subprocess.run(["bash", "-n", "-c", example.code], capture_output=True, text=True, check=False)
         assert done.returncode == 0, f"{example.name}: {done.stderr}"
+
+
+CURL = re.compile(r"(?:^|[|;&(]\s*)curl\s+([^\n]*)", re.M)
+
+
+@pytest.mark.parametrize("example", [e for e in examples() if e.language == "sh"], ids=lambda e: e.name)
+def test_a_curl_example_fails_on_an_http_error(example: Example):
+    """An example is judged by its exit code: a curl that exits 0 on a 401 or a 500 would pass."""
+    for options in CURL.findall(example.code):
+        assert "--fail-with-body" in options.split() or "--fail" in options.split(), (
+            f"{example.name}: curl without --fail-with-body: curl {options}")
