@@ -575,6 +575,13 @@ def sdk_components() -> dict[str, Any]:
     for (name, _mode), schema in keyed.items():
         if schema != ref(name):  # not already a definition of that name
             components[name] = schema
+    # The SDK types an embedding as its numbers; with encoding_format "base64" the wire holds
+    # them as a string, float32 little-endian (the SDK decodes it), at OpenAI as here.
+    embedding = components["Embedding"]["properties"]
+    embedding["embedding"] = {"title": "Embedding", "anyOf": [
+        embedding["embedding"],
+        {"type": "string", "contentEncoding": "base64",
+         "description": "With encoding_format 'base64': the float32 values, little-endian, in base64."}]}
     return components
 
 

@@ -4,6 +4,7 @@ requests as OpenAI's 4xx."""
 
 from __future__ import annotations
 
+import jsonschema
 import numpy as np
 import openai
 import pytest
@@ -87,3 +88,17 @@ def test_an_unknown_model_is_a_404_and_a_request_without_a_key_a_401(carol: open
     assert refused.value.code == "model_not_found"
     with http_client(stack) as http:
         assert http.post("/embeddings", json={"model": MODEL, "input": "a"}).status_code == 401
+
+
+@pytest.mark.parametrize("encoding_format", ["float", "base64"])
+def test_the_openapi_document_describes_the_answer_in_either_encoding(carol: openai.OpenAI, stack,
+                                                                      encoding_format: str):
+    with http_client(stack, carol.api_key) as http:
+        document = http.get("/openapi.json").json()
+        answer = http.post("/embeddings", json={"model": MODEL, "input": ["a cat"],
+                                                "encoding_format": encoding_format})
+    assert answer.status_code == 200
+    embedding = answer.json()["data"][0]["embedding"]
+    assert isinstance(embedding, str if encoding_format == "base64" else list)
+    schema = {"$ref": "#/components/schemas/CreateEmbeddingResponse", "components": document["components"]}
+    jsonschema.Draft202012Validator(schema).validate(answer.json())
