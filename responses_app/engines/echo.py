@@ -44,6 +44,7 @@ from responses_app.harmony.prompt import (
     FUNCTION_CALL_CONTENT_TYPE,
     PYTHON_RECIPIENT,
     REASONING_SUMMARY_REQUEST,
+    open_recipient,
 )
 
 SCRIPT_PREFIX = "<|channel|>"
@@ -292,11 +293,12 @@ def forced_call(encoding: HarmonyEncoding, prefill: list[int], prompt: list[int]
     before, trigger, after = written.partition(" to=")
     if not trigger:
         return None
-    if MESSAGE_START in written:
-        header = written[: written.index(MESSAGE_START)]
+    opened = open_recipient(prefill)
+    if opened is None:
+        header = written[: written.index(MESSAGE_START)] if MESSAGE_START in written else written
         recipient = re.match(r"[^\s<]*", after).group()  # type: ignore[union-attr]
     else:  # "to=" or "to=namespace.": the prompt's first tool that fits
-        recipient = next((tool for tool in declared_tools(encoding.decode(prompt)) if tool.startswith(after)), "")
+        recipient = next((tool for tool in declared_tools(encoding.decode(prompt)) if tool.startswith(opened)), "")
         if not recipient:
             return None
         kind = "code" if recipient == PYTHON_RECIPIENT or recipient.startswith(f"{BROWSER_NAMESPACE}.") \

@@ -614,6 +614,21 @@ def forced_call_prefix(tool_choice: str | dict, tools: list[dict]) -> list[int]:
     return get_encoding().encode(text, allowed_special="all") if text else []
 
 
+# What the model reads when it leaves a forced call's recipient empty (it answered where a
+# call is required); the call is then forced again.
+MISSING_RECIPIENT = ("Error: this turn must call a tool, and the message named none. Call one of the tools you "
+                     "were given.")
+
+
+def open_recipient(prefill: list[int]) -> str | None:
+    """Where a prefilled call header leaves its recipient for the model to write: what it
+    holds of it ("" after ``to=``, ``crm.`` for a namespace); None when the prefill is no
+    such header (none, a whole call's, or the start of another message)."""
+    text = get_encoding().decode(prefill) if prefill else ""
+    _, trigger, written = text.partition(" to=")
+    return written if trigger and "<|message|>" not in text else None
+
+
 def _forced_header(tool_choice: str | dict, tools: list[dict]) -> str | None:
     if isinstance(tool_choice, dict) and tool_choice.get("type") == "allowed_tools":
         if tool_choice["mode"] != "required":

@@ -32,10 +32,13 @@ from responses_app.harmony.parser import (
     OutputParser,
 )
 from responses_app.harmony.prompt import (
+    FUNCTIONS_NAMESPACE,
+    MISSING_RECIPIENT,
     SEARCH_TOOL,
     PromptError,
     assistant_tokens,
     forced_call_prefix,
+    open_recipient,
     reopened_item_prefix,
     summary_prompt,
     tool_result_tokens,
@@ -171,6 +174,8 @@ class Generation:
         self.parsers: list[OutputParser] = []
         self.tokens: list[int] = []  # this turn's
         self.call: ToolCall | None = None
+        # What this turn's prefilled call header holds of a recipient it left open (None: it left none).
+        self.open_recipient: str | None = None
         # A server-side tool call the model has begun (its recipient), made off the loop
         # (a call may look up its container), and the parser's steps that came after it.
         self.starting_call: str | None = None
@@ -325,6 +330,7 @@ class Generation:
         if self._remaining() == 0:  # the earlier turns spent the budget
             return TurnEnd([], status=ResponseStatus.INCOMPLETE, details={"reason": "max_output_tokens"})
         self.tokens = list(prefill)
+        self.open_recipient = open_recipient(prefill)
         for step in self.parser.prefill(prefill):
             if reopening and not (isinstance(step, MessageStarted) and step.kind == "tool_call"):
                 continue  # the builder holds the item as its events gave it; a tool call takes its item over
@@ -565,6 +571,12 @@ class Generation:
         if isinstance(step, MessageStarted) and step.recipient and self.allowed_calls is not None \
                 and not self.allowed_calls.allows(step.recipient):
             self.call = RefusedCall(step.recipient, step.channel, self.allowed_calls.refusal(step.recipient))
+            return
+        if isinstance(step, MessageStarted) and not step.recipient and self.open_recipient is not None:
+            # The forced call's header was begun for the model, which left its recipient
+            # empty: an answer where a call is required. Refused as a call is, and forced again.
+            self.call = RefusedCall(self.open_recipient.rstrip(".") or FUNCTIONS_NAMESPACE, step.channel,
+                                    MISSING_RECIPIENT)
             return
         if isinstance(step, MessageStarted) and step.kind == "custom_tool_call":
             tool_format = self.custom_formats.get(step.name or "") or {}

@@ -54,20 +54,41 @@ def test_allowed_tools_required_with_one_tool_starts_the_model_on_its_call(alice
     response = alice.responses.create(model="echo", input=call("get_time", "Oslo"), tools=TOOLS,
                                       tool_choice=allowed("required", "get_time"))
     [called] = response.output
-    assert called.type == "function_call" and called.name == "get_time"
+    assert (called.type, called.name, called.status) == ("function_call", "get_time", "completed")
+    assert json.loads(called.arguments) == {"city": "Oslo"}
     assert response.tool_choice.mode == "required" and response.tool_choice.tools == [
         {"type": "function", "name": "get_time"}]
 
 
-def test_allowed_tools_required_refuses_an_answer_without_a_call_of_them(alice):
+REQUIRED_TWO = {"type": "allowed_tools", "mode": "required",
+                "tools": [{"type": "function", "name": "get_time"}, {"type": "shell"}]}
+
+
+def test_allowed_tools_required_forces_the_call_again_after_a_refused_pick(alice):
     # Required with two tools: the model is started on a call and picks the recipient; a
     # refused pick is forced again, so the next call is an allowed one.
     script = call("get_weather", "Rome") + "<|start|>assistant" + call("get_time", "Rome")
     response = alice.responses.create(model="echo", input=script, tools=[*TOOLS, {"type": "shell"}],
-                                      tool_choice={"type": "allowed_tools", "mode": "required", "tools": [
-                                          {"type": "function", "name": "get_time"}, {"type": "shell"}]})
+                                      tool_choice=REQUIRED_TWO)
     [called] = response.output
-    assert called.name == "get_time" and response.status == "completed"
+    assert (called.type, called.name, json.loads(called.arguments)) == ("function_call", "get_time", {"city": "Rome"})
+    assert response.status == "completed"
+
+
+@pytest.mark.parametrize("script", [
+    "<|channel|>final<|message|>No call.<|return|>",
+    call("get_weather", "Rome") + "<|start|>assistant<|channel|>final<|message|>No call.<|return|>",
+], ids=["at-once", "after-a-refused-call"])
+def test_allowed_tools_required_refuses_an_answer_without_a_call_of_them(alice, script: str):
+    # The model leaves the prefilled recipient empty and answers: refused and forced again,
+    # never streamed; the echo engine answers so every time, until the turns run out.
+    events = events_of(alice.responses.create(model="echo", input=script, tools=[*TOOLS, {"type": "shell"}],
+                                              tool_choice=REQUIRED_TWO, stream=True))
+    assert_dense(events)
+    response = alice.responses.retrieve(events[0]["response"]["id"])
+    assert (response.status, response.error.message) == (
+        "failed", "The model was still calling tools after 64 turns.")
+    assert response.output == [] and not [e for e in events if e["type"] == "response.output_text.delta"]
 
 
 def test_an_allowed_tool_that_is_not_in_tools_is_a_400(alice):
