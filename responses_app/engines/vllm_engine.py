@@ -174,11 +174,11 @@ class VllmEngine:
         if params.extra.get("grammar") is not None:
             from vllm.sampling_params import StructuredOutputsParams
 
-            # A custom tool's input: {"type": "grammar", "syntax": "lark" | "regex", "definition"}.
+            # A call's input: {"type": "grammar", "syntax": "lark" | "regex" | "json_schema", "definition"}
+            # (a custom tool's format; a file search's arguments).
             grammar = params.extra["grammar"]
-            options["structured_outputs"] = (StructuredOutputsParams(regex=grammar["definition"])
-                                             if grammar["syntax"] == "regex"
-                                             else StructuredOutputsParams(grammar=grammar["definition"]))
+            syntax = {"regex": "regex", "json_schema": "json"}.get(grammar["syntax"], "grammar")
+            options["structured_outputs"] = StructuredOutputsParams(**{syntax: grammar["definition"]})
         if params.extra.get("structural_tag") is not None and "structured_outputs" not in options:
             from vllm.sampling_params import StructuredOutputsParams
 

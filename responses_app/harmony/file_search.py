@@ -24,6 +24,12 @@ DESCRIPTION = (
 PARAMETERS = {"type": "object", "properties": {"queries": {
     "type": "array", "items": {"type": "string"}, "maxItems": MAX_QUERIES,
     "description": "The queries, each a few words."}}, "required": ["queries"]}
+# The arguments' grammar on an engine that enforces one (vLLM): what read_queries takes,
+# one to MAX_QUERIES queries that are not empty (xgrammar takes no pattern beside lengths).
+ARGUMENTS_GRAMMAR = {"type": "grammar", "syntax": "json_schema", "definition": {
+    "type": "object", "additionalProperties": False, "required": ["queries"], "properties": {"queries": {
+        "type": "array", "minItems": 1, "maxItems": MAX_QUERIES,
+        "items": {"type": "string", "minLength": 1, "maxLength": 128}}}}}
 CITATION = re.compile(r"【(\d+)†([^】]*)】")
 
 

@@ -20,6 +20,7 @@ from responses_app.context import compaction
 from responses_app.context.history import ChainBroken, PromptTooLong, fit_prompt, response_history, response_prompt
 from responses_app.engines.base import EngineDead, SamplingParams
 from responses_app.engines.host import engine_host
+from responses_app.harmony import file_search
 from responses_app.harmony.allowed_calls import AllowedCalls
 from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.harmony.encoding import stop_token_ids
@@ -209,6 +210,7 @@ class Generation:
         self.custom_formats = {tool["name"]: tool["format"] for tool in request.get("tools", [])
                                if tool["type"] == "custom"}
         self.grammar: dict[str, Any] | None = None  # the grammar the call just started must keep to
+        self.constrains = settings.MODEL_REGISTRY[response.model]["engine"] == "vllm"
         self.search_tool = search_tool(request.get("tools", []))
         # The tools in harmony's "functions" whose calls are not function_calls.
         self.call_kinds: dict[str, MessageKind] = {
@@ -223,7 +225,7 @@ class Generation:
                                              if tool["type"] == "namespace")
         self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}
         self.allowed_calls = AllowedCalls.of(request.get("tool_choice"))
-        if self.allowed_calls is not None and settings.MODEL_REGISTRY[response.model]["engine"] == "vllm":
+        if self.allowed_calls is not None and self.constrains:
             # vLLM holds the model to the allowed recipients; the check in _route stays.
             self.params = replace(self.params, extra={**self.params.extra,
                                                       "structural_tag": self.allowed_calls.structural_tag()})
@@ -583,6 +585,9 @@ class Generation:
             self.grammar = tool_format if tool_format.get("type") == "grammar" else None
         if isinstance(step, MessageStarted) and step.kind == "tool_call":
             self.starting_call = step.recipient or ""
+            if step.recipient == file_search.RECIPIENT and self.constrains:
+                # Its arguments under their JSON schema (on vLLM): a search is always a valid call.
+                self.grammar = file_search.ARGUMENTS_GRAMMAR
         elif self.starting_call is not None and isinstance(step, (ContentDelta, MessageFinished)):
             self.held_steps.append(step)
         elif isinstance(step, MessageStarted) and step.kind == "client_call":
