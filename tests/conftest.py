@@ -144,8 +144,9 @@ def tenant(db) -> Any:
 
 
 @pytest.fixture
-def db_access(django_db_blocker):
-    """Read and write committed rows next to the live servers (no test transaction)."""
+def db_access(django_db_setup, django_db_blocker):
+    """Read and write committed rows next to the live servers (no test transaction), in the
+    test database (made first, for a file run alone)."""
     with django_db_blocker.unblock():
         yield
 

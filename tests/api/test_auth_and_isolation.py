@@ -281,7 +281,8 @@ def test_another_tenants_id_is_indistinguishable_from_one_that_never_existed(
 
     row = Response.objects.get(pk=alice_running.id)
     assert row.cancel_requested is False and row.status != "cancelled"
-    assert alice.responses.retrieve(alice_running.id).status in ("queued", "in_progress", "completed")
+    finished = wait_for_status(alice, alice_running.id, {"completed", "failed", "incomplete", "cancelled"})
+    assert finished.status == "completed" and "Count these words slowly please." in finished.output_text
 
 
 def test_another_tenants_finished_response_is_404_even_where_the_owner_would_get_400(

@@ -138,6 +138,10 @@ def test_a_read_only_key_lists_and_downloads_but_cannot_create_upload_or_delete(
     ):
         with pytest.raises(openai.PermissionDeniedError):
             attempt()
+    # Nothing written: no container made, the container and its one file still there.
+    assert "x" not in [c.name for c in alice.containers.list()]
+    assert alice.containers.retrieve(container.id).name == "shared"
+    assert [(f.id, f.path) for f in alice.containers.files.list(container.id)] == [(file.id, file.path)]
 
 
 def test_a_download_streams_the_bytes_with_headers_that_keep_browsers_from_running_them(

@@ -107,10 +107,10 @@ def test_bad_conversation_requests_are_400s_that_write_nothing(alice, db_access)
         {"conversation": {"id": conversation.id, "extra": 1}},
         {"conversation": 7},
     ]
-    for body in bad:
+    for body, param in zip(bad, ["previous_response_id", "conversation.extra", "conversation"], strict=True):
         with pytest.raises(openai.BadRequestError) as refused:
             alice.responses.create(model="echo", input="x", **body)
-        assert refused.value.body["param"] in ("conversation", "conversation.extra", "previous_response_id")
+        assert refused.value.body["param"] == param, body
     with pytest.raises(openai.NotFoundError):
         alice.responses.create(model="echo", input="x", conversation="conv_missing")
     for body in ({"metadata": {"k": 1}}, {"items": "text"}, {"items": [{"role": "robot", "content": "x"}]},
@@ -241,7 +241,7 @@ def test_another_tenants_conversations_and_items_are_not_found(alice, bob):
 
 
 def test_a_read_only_key_reads_conversations_and_cannot_write_them(alice, stack, db_access):
-    conversation = alice.conversations.create(items=[{"role": "user", "content": "hi"}])
+    conversation = alice.conversations.create(metadata={"k": "v"}, items=[{"role": "user", "content": "hi"}])
     reader = sdk_client(stack, new_key("alice", scope="read_only"))
     assert reader.conversations.retrieve(conversation.id).id == conversation.id
     assert len(reader.conversations.items.list(conversation.id).data) == 1
@@ -253,6 +253,9 @@ def test_a_read_only_key_reads_conversations_and_cannot_write_them(alice, stack,
     ):
         with pytest.raises(openai.PermissionDeniedError):
             attempt()
+    # Nothing written: the conversation, its metadata and its one item as they were.
+    assert alice.conversations.retrieve(conversation.id).metadata == {"k": "v"}
+    assert [item["content"][0]["text"] for item in items_of(alice, conversation.id)] == ["hi"]
 
 
 # --- input token counts ------------------------------------------------------------------

@@ -12,6 +12,7 @@ import time
 import openai
 import pytest
 
+from responses_app.dispatch import task_queue
 from tests.conftest import http_client
 from tests.helpers import assert_openai_error
 
@@ -75,7 +76,10 @@ def test_a_streamed_file_search_shows_its_call_its_results_when_included_and_cit
     citation = text.annotations[0]
     assert (citation.type, citation.file_id, citation.filename, citation.index) == (
         "file_citation", ids["leave.md"], "leave.md", ANSWER.index("【"))
-    assert "response.output_text.annotation.added" in [event.type for event in events]
+    [added] = [event for event in events if event.type == "response.output_text.annotation.added"]
+    assert (added.item_id, added.output_index, added.content_index, added.annotation_index) == (
+        response.output[-1].id, len(response.output) - 1, 0, 0)
+    assert added.to_dict()["annotation"] == citation.to_dict()
 
     # Without include, the results stay on the server (the model still read them).
     plain = carol.responses.create(model="echo", input=script(search_call("annual leave days"), final(ANSWER)),
@@ -112,7 +116,7 @@ def test_the_tools_ranking_options_weigh_the_rankings_and_drop_weak_results(caro
 
 
 def test_a_bad_call_or_a_store_deleted_since_the_create_is_a_failed_search_the_model_reads(
-        carol: openai.OpenAI, handbook):
+        carol: openai.OpenAI, handbook, stack, monkeypatch):
     store_id, _ = handbook
     tools = [{"type": "file_search", "vector_store_ids": [store_id]}]
     bad = ("<|start|>assistant to=file_search.msearch<|channel|>analysis <|constrain|>json<|message|>not json<|call|>")
@@ -121,15 +125,21 @@ def test_a_bad_call_or_a_store_deleted_since_the_create_is_a_failed_search_the_m
     assert response.output_text.startswith("Error: the call could not be read")
 
     other = carol.vector_stores.create(name="gone")
+    held = []  # the background response's task, held until the store is gone
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=None: held.append(
+        (response, task_id, priority)))
     waiting = carol.responses.create(model="echo", input=script(search_call("leave"), final("{tool_output}")),
                                      tools=[{"type": "file_search", "vector_store_ids": [other.id]}],
                                      background=True)
-    carol.vector_stores.delete(other.id)  # may run before or after the search
+    carol.vector_stores.delete(other.id)  # after the create's checks, before the search
+    [(queued, task_id, priority)] = held
+    stack.worker.send(queued, task_id, priority)
     done = wait_for(carol, waiting.id)
     assert done.status == "completed"
     search = done.output[1]
-    assert (search.status, done.output_text) in {("failed", f"Error: No vector store found with id '{other.id}'."),
-                                                  ("completed", "No results.")}
+    assert (search.type, search.status, search.queries, search.results) == (
+        "file_search_call", "failed", ["leave"], None)
+    assert done.output_text == f"Error: No vector store found with id '{other.id}'."
 
 
 def test_background_and_batch_responses_search_too(carol: openai.OpenAI, handbook, stack):

@@ -420,7 +420,8 @@ def test_the_tenant_caps_are_a_429(carol: openai.OpenAI, settings):
 def test_another_tenants_store_is_a_404_on_every_endpoint(carol: openai.OpenAI, bob: openai.OpenAI, stack):
     store_id, ids = handbook_store(carol, stack)
     file_id = ids["leave.md"]
-    batch = carol.vector_stores.file_batches.create(store_id, file_ids=[file_id])
+    batch = carol.vector_stores.file_batches.create(store_id, file_ids=[file_id], attributes={"team": "hr"})
+    stack.worker.drain()
     calls = [
         ("GET", f"/vector_stores/{store_id}", None), ("POST", f"/vector_stores/{store_id}", {"name": "x"}),
         ("DELETE", f"/vector_stores/{store_id}", None),
@@ -442,7 +443,16 @@ def test_another_tenants_store_is_a_404_on_every_endpoint(carol: openai.OpenAI, 
             assert answer.status_code == 404, (method, path, answer.text)
         assert store_id not in [store["id"] for store in http.get("/vector_stores").json()["data"]]
     stack.worker.drain()
-    assert carol.vector_stores.retrieve(store_id).name == "handbook"  # untouched
+    # Untouched: the store, its files (none re-attached, detached or re-ingested), its batch
+    # (not cancelled) and its index.
+    store = carol.vector_stores.retrieve(store_id)
+    assert (store.name, store.file_counts.completed, store.file_counts.total) == ("handbook", 3, 3)
+    files = {f.id: (f.status, f.attributes) for f in carol.vector_stores.files.list(store_id)}
+    assert files == {ids["leave.md"]: ("completed", {"team": "hr"}), ids["expenses.md"]: ("completed", None),
+                     ids["security.md"]: ("completed", None)}
+    batch = carol.vector_stores.file_batches.retrieve(batch.id, vector_store_id=store_id)
+    assert (batch.status, batch.file_counts.completed, batch.file_counts.cancelled) == ("completed", 1, 0)
+    assert carol.vector_stores.search(store_id, query="annual leave").data[0].file_id == file_id
 
 
 

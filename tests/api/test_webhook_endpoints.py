@@ -94,6 +94,12 @@ def test_read_only_keys_may_list_but_not_write(stack, db_access, receiver: Recei
                  lambda: reader.webhooks.test(endpoint.id, event_type="response.completed")):
         with pytest.raises(openai.PermissionDeniedError):
             call()
+    # Nothing written: no endpoint made or deleted, no test event sent, the secret not rotated.
+    assert [e.id for e in writer.webhooks.list().data] == [endpoint.id] and receiver.received == []
+    writer.webhooks.test(endpoint.id, event_type="response.completed")
+    event = writer.webhooks.unwrap(receiver.received[0].body, receiver.received[0].headers,
+                                   secret=endpoint.signing_secret)
+    assert event.type == "response.completed"
 
 
 def test_a_test_event_reports_the_receivers_status_code(carol: openai.OpenAI, receiver: Receiver):

@@ -27,10 +27,15 @@ def test_a_read_that_meets_a_broken_connection_is_made_once_more_on_a_new_one(mo
 
 
 def test_a_database_still_down_is_not_tried_again_and_again(monkeypatch):
-    monkeypatch.setattr(connection, "close", lambda: None)
+    closed: list[bool] = []
+    monkeypatch.setattr(connection, "close", lambda: closed.append(True))
+    attempts: list[int] = []
 
     def read() -> int:
-        raise OperationalError("connection refused")
+        attempts.append(1)
+        raise OperationalError(f"connection refused (attempt {len(attempts)})")
 
-    with pytest.raises(OperationalError):
+    # Once on a new connection after the first failure, then the second failure is raised.
+    with pytest.raises(OperationalError, match=r"attempt 2\)"):
         read_on_a_live_connection(read)
+    assert (len(attempts), closed) == (2, [True])

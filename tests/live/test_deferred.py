@@ -100,4 +100,4 @@ def test_bad_background_options_are_refused(carol: openai.OpenAI, options, extra
 def test_soonest_is_the_ordinary_behaviour(carol: openai.OpenAI):
     response = carol.responses.create(model="echo", input="Now", background=True,
                                       background_options={"completion_window": "soonest"})
-    assert wait_for_status(carol, response.id, {"completed"}).output_text
+    assert wait_for_status(carol, response.id, {"completed"}).output_text == "You said: Now"

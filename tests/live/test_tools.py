@@ -340,7 +340,9 @@ def test_an_unreachable_mcp_server_fails_the_response_with_a_clear_error(alice):
     url = f"http://127.0.0.1:{free_port()}/mcp"
     _, response = stream_response(alice, tools=[mcp_tool(url)], input=script(final("never")))
     assert response.status == "failed" and "demo" in response.error.message
-    assert response.output[0].error
+    [item] = response.output
+    assert (item.type, item.server_label, item.tools) == ("mcp_list_tools", "demo", [])
+    assert f"Cannot reach the MCP server 'demo' ({url.rsplit('/', 1)[0]})" in item.error
 
 
 # --- web search ---------------------------------------------------------------------------------
@@ -396,7 +398,7 @@ def test_a_bad_browser_call_is_a_failed_search_and_the_model_reads_the_error(ali
         browser_call("teleport", {"to": "mars"}), final("{tool_output}")))
     [call] = of_type(response, "web_search_call")
     assert call.status == "failed"
-    assert "teleport" in response.output_text
+    assert response.output_text == "Error: Unknown function `browser.teleport`: use `search`, `open` or `find`."
 
 
 # --- a worker lost during a call -----------------------------------------------------------------

@@ -12,8 +12,9 @@ import pytest
 from django.db import connection
 
 from responses_app.dispatch import task_queue
-from responses_app.models import Response, ResponseEvent, ResponseStatus
+from responses_app.models import EventLog, Response, ResponseStatus
 from responses_app.services.create import create_response
+from responses_app.stream import event_log
 from responses_app.tenancy.api_keys import create_api_key
 from responses_app.validation.create import parse_create_request
 from responses_app.worker import admission
@@ -61,12 +62,17 @@ def test_many_responses_streaming_at_once_are_committed_in_groups_with_dense_eve
 
     rows = Response.objects.filter(pk__in=ids)
     assert {row.status for row in rows} == {ResponseStatus.COMPLETED}
+    words = " ".join(f"w{n}" for n in range(60))
     for row in rows:
-        numbers = list(ResponseEvent.objects.filter(response=row).order_by("sequence_number")
-                       .values_list("sequence_number", flat=True))
-        if numbers:  # not packed yet: the rows are the log
-            assert numbers == list(range(row.last_sequence_number + 1))
-        assert row.output_items.get(output_index=1).data["content"][0]["text"].endswith("w59")
+        logged = event_log.events(row.pk)  # the rows, or the packed block once packed
+        numbers = list(range(row.last_sequence_number + 1))
+        assert [number for number, _, _ in logged] == numbers
+        assert [payload["sequence_number"] for _, _, payload in logged] == numbers
+        assert logged[-1][1] == "response.completed"
+        streamed = "".join(p["delta"] for _, kind, p in logged if kind == "response.output_text.delta")
+        assert streamed == row.output_items.get(output_index=1).data["content"][0]["text"] == words
+        event_log.pack(row.pk)  # read again as a replay reads it after packing: the same log
+        assert EventLog.objects.filter(response_id=row.pk).exists() and event_log.events(row.pk) == logged
     # Every response committed several batches, and most went in groups with others'.
     assert sum(submitted) > 2 * RESPONSES
     assert max(submitted) > 1 and len(submitted) < sum(submitted) / 2
