@@ -294,8 +294,8 @@ def forced_call(encoding: HarmonyEncoding, prefill: list[int], prompt: list[int]
     if not trigger:
         return None
     opened = open_recipient(prefill)
-    if opened is None:
-        header = written[: written.index(MESSAGE_START)] if MESSAGE_START in written else written
+    if opened is None:  # the whole header: up to its <|message|>
+        header = written[: written.index(MESSAGE_START)]
         recipient = re.match(r"[^\s<]*", after).group()  # type: ignore[union-attr]
     else:  # "to=" or "to=namespace.": the prompt's first tool that fits
         recipient = next((tool for tool in declared_tools(encoding.decode(prompt)) if tool.startswith(opened)), "")
