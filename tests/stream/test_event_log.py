@@ -115,8 +115,11 @@ def test_a_running_response_is_not_packed_and_the_sweep_packs_what_was_left():
     finish_without_packing(left, builder)
 
     assert not event_log.pack(running.pk)
-    assert event_log.pack_unpacked() == 1
+    # At least the one left here: a response the pytest worker's live stack ended a moment ago
+    # may be waiting for its own packing too (the database is shared).
+    assert event_log.pack_unpacked() >= 1
     assert EventLog.objects.filter(response_id=left.pk).exists()
+    assert not ResponseEvent.objects.filter(response_id=left.pk).exists()
     assert not EventLog.objects.filter(response_id=running.pk).exists()
 
 
