@@ -158,8 +158,7 @@ def parse_file_batch_create(body: Any) -> list[FileToAttach]:
                              "not neither.", param="file_ids", code="missing_required_parameter")
     if "file_ids" in fields:
         attributes = parse_attributes(fields.get("attributes"), "attributes")
-        chunking = (parse_chunking_strategy(fields["chunking_strategy"]) if fields.get("chunking_strategy") is not None
-                    else None)
+        chunking = _file_chunking(fields, "")
         files = [FileToAttach(file_id, attributes, chunking) for file_id in _file_ids(fields["file_ids"], "file_ids")]
     else:
         if "attributes" in fields or "chunking_strategy" in fields:
@@ -231,10 +230,14 @@ def parse_attributes(value: Any, param: str) -> Attributes | None:
 def _file_to_attach(fields: dict[str, Any], prefix: str) -> FileToAttach:
     if not isinstance(fields["file_id"], str):
         raise invalid_type(f"{prefix}file_id", "a string", fields["file_id"])
-    chunking = (parse_chunking_strategy(fields["chunking_strategy"], f"{prefix}chunking_strategy")
-                if fields.get("chunking_strategy") is not None else None)
     return FileToAttach(fields["file_id"], parse_attributes(fields.get("attributes"), f"{prefix}attributes"),
-                        chunking)
+                        _file_chunking(fields, prefix))
+
+
+def _file_chunking(fields: dict[str, Any], prefix: str) -> ChunkingStrategy | None:
+    """A file's own ``chunking_strategy``; None (absent or null): its store's."""
+    value = fields.get("chunking_strategy")
+    return None if value is None else parse_chunking_strategy(value, f"{prefix}chunking_strategy")
 
 
 def _file_ids(value: Any, param: str) -> list[str]:

@@ -586,7 +586,7 @@ class Generation:
         if isinstance(step, MessageStarted) and step.kind == "tool_call":
             self.starting_call = step.recipient or ""
             if step.recipient == file_search.RECIPIENT and self.constrains:
-                # Its arguments under their JSON schema (on vLLM): a search is always a valid call.
+                # Its arguments held to their JSON schema (on vLLM), as a custom tool's input to its grammar.
                 self.grammar = file_search.ARGUMENTS_GRAMMAR
         elif self.starting_call is not None and isinstance(step, (ContentDelta, MessageFinished)):
             self.held_steps.append(step)
