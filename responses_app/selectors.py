@@ -8,6 +8,7 @@ from django.db import connection
 from django.db.models import QuerySet
 
 from responses_app.models import TERMINAL_STATUSES, InputItem, OutputItem, Response, Tenant
+from responses_app.stream.open_item import with_open_item_as_streamed
 from responses_app.tenancy.retention import unexpired
 from responses_app.wire.errors import InvalidRequest, NotFound
 from responses_app.wire.objects import item_object, list_object, response_object
@@ -27,8 +28,12 @@ def input_items(response: Response) -> list[dict[str, Any]]:
 
 
 def output_items(response: Response) -> list[dict[str, Any]]:
-    """A response's output items, by output_index."""
-    return list(OutputItem.objects.filter(response=response).order_by("output_index").values_list("data", flat=True))
+    """A response's output items, by output_index; a running response's open item as far
+    as its committed events go (its row may lag them: stream/open_item.py)."""
+    output = list(OutputItem.objects.filter(response=response).order_by("output_index").values_list("data", flat=True))
+    if response.status in TERMINAL_STATUSES:
+        return output
+    return with_open_item_as_streamed(response.pk, output)
 
 
 def referenced_item(tenant: Tenant, item_id: str) -> dict[str, Any] | None:

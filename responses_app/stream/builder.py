@@ -9,6 +9,7 @@ event store persists what it produced (``drain``).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -44,6 +45,10 @@ MESSAGE_ITEM_TYPES = frozenset({"reasoning", "message", "function_call", "custom
 FAILABLE_CALL_TYPES = frozenset({"file_search_call", "web_search_call", "code_interpreter_call", "mcp_call"})
 # Finds url_citation annotations in a final answer's text (set by the tool loop for web search).
 Annotator = Callable[[str], list[dict[str, Any]]]
+
+
+# The longest an open item's row lags behind its committed text deltas (see drain).
+ITEM_ROW_INTERVAL_S = 1.0
 
 
 def _snapshot(value: Any) -> Any:
@@ -105,6 +110,10 @@ class EventBuilder:
         self._open_index: int | None = resumed.open_index if resumed is not None else None
         self._pending_events: list[dict[str, Any]] = []
         self._dirty_items: set[int] = set()
+        # Items changed only by text deltas since their row was last written, and when that
+        # was: see drain.
+        self._grown_items: set[int] = set()
+        self._item_written_at: dict[int, float] = {}
         self._include: list[str] = response.request.get("include") or []
         # reasoning.summary: each reasoning item stays open after its text for the summary
         # the worker has the model write (worker/generation.py); True while one waits.
@@ -206,15 +215,27 @@ class EventBuilder:
     def has_pending_events(self) -> bool:
         return bool(self._pending_events)
 
-    def drain(self) -> tuple[list[dict[str, Any]], list[tuple[int, dict[str, Any]]]]:
+    def drain(self, every_item: bool = False) -> tuple[list[dict[str, Any]], list[tuple[int, dict[str, Any]]]]:
         """Events produced since the last drain, and the output items they changed, as they
         stand at these events: the items are copied, since the builder goes on changing
         them while the batch waits for its commit (on the committer thread), and a row
         written ahead of its batch's events would hold text that no committed event gave
-        (which a reaper, or a continuation, would then take for what the client saw)."""
+        (which a reaper, or a continuation, would then take for what the client saw).
+
+        An item that only grew by text deltas is written at most every ITEM_ROW_INTERVAL_S
+        (unless ``every_item``): rewriting a growing item's row with every batch was a third
+        of a group commit. Its deltas are committed with each batch, and whoever reads an
+        open item folds them into its row (stream/open_item.py); an item's other changes
+        (added, a part, done) are written at once."""
         events, self._pending_events = self._pending_events, []
-        items = [(index, _snapshot(self.output[index])) for index in sorted(self._dirty_items)]
+        now = time.monotonic()
+        due = self._dirty_items | {index for index in self._grown_items
+                                   if every_item or now - self._item_written_at.get(index, 0.0) >= ITEM_ROW_INTERVAL_S}
+        items = [(index, _snapshot(self.output[index])) for index in sorted(due)]
         self._dirty_items = set()
+        self._grown_items -= due
+        for index in due:
+            self._item_written_at[index] = now
         return events, items
 
     # --- internals ---------------------------------------------------------------------------
@@ -259,7 +280,9 @@ class EventBuilder:
         item, index = self.open_item, self._open_index
         if item is None or index is None:
             raise ValueError("content arrived outside of a message")
-        self._dirty_items.add(index)
+        # Logprobs' bytes are in the part only, not in the events: such an item is written
+        # with every batch.
+        (self._dirty_items if logprobs is not None else self._grown_items).add(index)
         event_logprobs = None
         if item["type"] in CALL_TEXT:
             item[CALL_TEXT[item["type"]]] += text
@@ -341,10 +364,11 @@ class EventBuilder:
         common = {"item_id": item["id"], "output_index": index, "summary_index": 0}
         if not item["summary"]:
             item["summary"].append({"type": "summary_text", "text": ""})
+            self._dirty_items.add(index)
             self._emit(types.ResponseReasoningSummaryPartAddedEvent, type="response.reasoning_summary_part.added",
                        part={"type": "summary_text", "text": ""}, **common)
         item["summary"][0]["text"] += text
-        self._dirty_items.add(index)
+        self._grown_items.add(index)
         self._emit(types.ResponseReasoningSummaryTextDeltaEvent, type="response.reasoning_summary_text.delta",
                    delta=text, **common)
 

@@ -202,7 +202,7 @@ def write_terminal(response_id: str, status: str, **terminal: Unpack[Terminal]) 
         response.usage = terminal.get("usage")
         response.completed_at = timezone.now()
         builder.terminal(status)
-        events, items = builder.drain()
+        events, items = builder.drain(every_item=True)
         response.last_sequence_number = events[-1]["sequence_number"]
         response.lease_owner, response.lease_expires_at = "", None
         response.save(update_fields=TERMINAL_FIELDS)
