@@ -102,6 +102,17 @@ VARIABLES: tuple[Variable, ...] = (
              "Responses one worker process runs at once on its engine loop: the sum of each model's "
              "`engine_args.max_num_seqs` (256 unless set); a full process claims no more.",
              documented_default="the engines' batches"),
+    Variable("NODE_ADMISSION_FILE", "",
+             "Set by the node supervisor (`manage.py run_gpu_node`) for its worker processes: the file whose locked "
+             "bytes are the node's response slots, so that admission counts the engine's batch across the processes "
+             "that share it ([GPU node](gpu-node.md)).",
+             documented_default="none: each process its own slots"),
+    Variable("NODE_ENGINE_CORE_FILE", "",
+             "Set by the node supervisor for its worker processes: the addresses of the node's shared vLLM engine "
+             "core, which the process's engine for that model attaches to instead of starting its own.",
+             documented_default="none: each process its own engine"),
+    Variable("NODE_ENGINE_SLOT", "0",
+             "Set by the node supervisor: this worker process's client slot on the shared engine core."),
     Variable("WORKER_DB_THREADS", "4",
              "Threads of a worker process for its responses' ORM work (history, prompt, end), off the engine loop."),
     Variable("WORKER_TOOL_THREADS", "64", "Threads of a worker process for its responses' server-side tool calls."),

@@ -298,6 +298,11 @@ MODEL_REGISTRY = _load_model_registry()
 ENGINE_BATCH_DEFAULT = 256
 WORKER_RESPONSE_SLOTS = int(number("WORKER_RESPONSE_SLOTS", computed=sum(
     entry.get("engine_args", {}).get("max_num_seqs", ENGINE_BATCH_DEFAULT) for entry in MODEL_REGISTRY.values())))
+# On a GPU node run by its supervisor (responses_app/engines/node.py): the node's response
+# slots (shared by its worker processes), and the engine core this process is a client of.
+NODE_ADMISSION_FILE = text("NODE_ADMISSION_FILE")
+NODE_ENGINE_CORE_FILE = text("NODE_ENGINE_CORE_FILE")
+NODE_ENGINE_SLOT = integer("NODE_ENGINE_SLOT")
 # The Celery task of a response waits, without waking, while its response runs on the
 # loop: the threads pool has a thread for each slot, and a few more for the rest of the
 # worker's tasks (the reaper, batches, schedules).

@@ -14,6 +14,7 @@ import time
 from collections import deque
 from collections.abc import AsyncIterator, Coroutine
 from concurrent.futures import Future
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
@@ -214,8 +215,21 @@ def create_engine(model: str) -> Engine:
     if entry["engine"] == "vllm":
         from responses_app.engines.vllm_engine import VllmEngine
 
-        return VllmEngine(model, entry)
+        return VllmEngine(model, entry, shared_core=_shared_core(model))
     raise ValueError(f"model {model!r}: unknown engine {entry['engine']!r}")
+
+
+def _shared_core(model: str) -> tuple[Path, int] | None:
+    """The node's engine core for ``model`` and this process's slot on it, where the node
+    supervisor started this process as one of its clients (engines/node.py)."""
+    if not settings.NODE_ENGINE_CORE_FILE:
+        return None
+    from responses_app.engines.shared_core import CoreAddresses
+
+    path = Path(settings.NODE_ENGINE_CORE_FILE)
+    if CoreAddresses.load(path).model != model:
+        return None
+    return path, settings.NODE_ENGINE_SLOT
 
 
 _host: EngineHost | None = None

@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from responses_app.engines.base import EngineChunk, EngineDead, SamplingParams
@@ -65,9 +66,13 @@ class SchedulerSnapshot:
 
 
 class VllmEngine:
-    def __init__(self, model_id: str, entry: dict[str, Any]) -> None:
+    def __init__(self, model_id: str, entry: dict[str, Any], shared_core: tuple[Path, int] | None = None) -> None:
+        """``shared_core``: the node's engine core to attach to (its addresses file and this
+        process's client slot), or None to launch an engine core of this process's own."""
         self.model_id = model_id
         self.entry = entry
+        self.shared_core = shared_core
+        self._core: Any = None
         self.scheduler = SchedulerSnapshot()
         self._llm: Any = None
         self._running: set[str] = set()
@@ -76,25 +81,34 @@ class VllmEngine:
     # --- Engine protocol -----------------------------------------------------------------
 
     async def start(self) -> None:
-        from vllm.config import StructuredOutputsConfig
-        from vllm.engine.arg_utils import AsyncEngineArgs
-        from vllm.v1.engine.async_llm import AsyncLLM
-
-        arguments = {**DEFAULT_ENGINE_ARGS, **self.entry.get("engine_args", {})}
-        arguments.update(model=self.entry["path"], max_model_len=self.entry["max_model_len"])
-        if isinstance(arguments.get("structured_outputs_config"), dict):  # as written in a JSON registry
-            arguments["structured_outputs_config"] = StructuredOutputsConfig(**arguments["structured_outputs_config"])
         # In a thread: loading takes tens of seconds, and the loop meanwhile carries the
         # process's other responses (their leases, their streams). AsyncLLM starts its
         # output handler on the loop with the first request.
-        self._llm = await asyncio.to_thread(self._create, AsyncLLM, AsyncEngineArgs, arguments)
+        self._llm = await asyncio.to_thread(self._create)
         config = self._llm.vllm_config.cache_config
         log.info("vLLM engine for %s is up: %s KV cache blocks of %s tokens, prefix caching %s",
                  self.model_id, config.num_gpu_blocks, config.block_size, config.enable_prefix_caching)
 
-    def _create(self, async_llm: Any, engine_args: Any, arguments: dict[str, Any]) -> Any:
-        with _cpu_layout(arguments, self.entry.get("cpu_threads")):
-            return async_llm.from_engine_args(engine_args(**arguments), stat_loggers=[self._stat_logger()])
+    def _create(self) -> Any:
+        from vllm.engine.arg_utils import AsyncEngineArgs
+        from vllm.v1.engine.async_llm import AsyncLLM
+
+        stat_loggers = [self._stat_logger()]
+        if self.shared_core is not None:
+            from responses_app.engines.shared_core import CoreAddresses, engine_config
+
+            addresses_file, slot = self.shared_core
+            core = CoreAddresses.load(addresses_file)
+            log.info("vLLM engine for %s: client %d of the node's engine core (pid %d)", self.model_id, slot,
+                     core.pid)
+            self._core = core
+            with cpu_layout(self.entry):  # the config as the engine core's launcher made it
+                config = engine_config(self.entry, core.slots, slot)
+            return AsyncLLM.from_vllm_config(config, stat_loggers=stat_loggers, client_addresses=core.client(slot),
+                                             client_count=core.slots, client_index=slot)
+        with cpu_layout(self.entry):
+            return AsyncLLM.from_engine_args(AsyncEngineArgs(**engine_arguments(self.entry)),
+                                             stat_loggers=stat_loggers)
 
     async def generate(
         self, prompt_token_ids: list[int], params: SamplingParams, request_id: str
@@ -130,7 +144,9 @@ class VllmEngine:
             self._llm.shutdown()
 
     def is_dead(self) -> bool:
-        return self._llm is not None and self._llm.errored
+        # A shared engine core that was SIGKILLed tells its clients nothing (they have no
+        # monitor of a process they did not start): its process is checked instead.
+        return self._llm is not None and (self._llm.errored or (self._core is not None and not self._core.core_alive()))
 
     # --- introspection -------------------------------------------------------------------
 
@@ -235,18 +251,35 @@ def cpu_threads(configured: int | None) -> int:
     return configured or max((psutil.cpu_count(logical=False) or 1) - CPU_RESERVED_CORES, 1)
 
 
-@contextmanager
-def _cpu_layout(arguments: dict[str, Any], threads: int | None) -> Iterator[None]:
-    """While the engine starts: on the CPU, a single-worker engine gets the "uni" executor
-    (see CPU_RESERVED_CORES) and its engine core process the OpenMP thread count."""
+def engine_arguments(entry: dict[str, Any]) -> dict[str, Any]:
+    """vLLM's engine arguments for a registry entry: this server's defaults, the entry's
+    own, and on the CPU a single-worker engine's "uni" executor (see CPU_RESERVED_CORES)."""
+    from vllm.config import StructuredOutputsConfig
+
+    arguments = {**DEFAULT_ENGINE_ARGS, **entry.get("engine_args", {})}
+    arguments.update(model=entry["path"], max_model_len=entry["max_model_len"])
+    if isinstance(arguments.get("structured_outputs_config"), dict):  # as written in a JSON registry
+        arguments["structured_outputs_config"] = StructuredOutputsConfig(**arguments["structured_outputs_config"])
+    if _single_worker_on_cpu(arguments):
+        arguments["distributed_executor_backend"] = "uni"
+    return arguments
+
+
+def _single_worker_on_cpu(arguments: dict[str, Any]) -> bool:
     world_size = 1
     for name in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
         world_size *= arguments.get(name) or 1
-    if not _on_cpu() or world_size > 1 or "distributed_executor_backend" in arguments:
+    return _on_cpu() and world_size == 1 and arguments.get("distributed_executor_backend") in (None, "uni")
+
+
+@contextmanager
+def cpu_layout(entry: dict[str, Any]) -> Iterator[None]:
+    """While an engine core starts: on the CPU, the environment of its "uni" executor
+    (engine_arguments) and its OpenMP thread count."""
+    if not _single_worker_on_cpu({**DEFAULT_ENGINE_ARGS, **entry.get("engine_args", {})}):
         yield
         return
-    arguments["distributed_executor_backend"] = "uni"
-    threads = cpu_threads(threads)
+    threads = cpu_threads(entry.get("cpu_threads"))
     # vLLM's CPU platform replaces "uni" with "mp" unless this variable is 0. AsyncLLM still
     # runs its engine core in a process of its own (so vLLM's warning that its random seed
     # may affect this process does not apply). The engine core is spawned inside

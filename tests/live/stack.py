@@ -69,6 +69,9 @@ STACK_ENV = {
 }
 
 
+NODE_MODEL = "tiny-node"
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -103,6 +106,10 @@ def model_registry(tiny_models: dict[str, Path]) -> dict[str, dict]:
             # A small fixed KV cache: on CPU, gpu_memory_utilization is a share of the RAM.
             "engine_args": {"kv_cache_memory_bytes": 256 * 2**20, "enforce_eager": True, "dtype": "float32"},
         }
+    if "tiny-trained" in tiny_models:
+        # The trained model again, served only by a GPU node's worker processes sharing one
+        # engine core (tests/live/test_gpu_node.py), never by the stack's vllm-worker.
+        registry[NODE_MODEL] = {**registry["tiny-trained"], "worker_processes": 2}
     return registry
 
 
@@ -147,7 +154,8 @@ class LiveStack:
         }
 
     def vllm_queues(self) -> list[str]:
-        return [f"model.{model}" for model, entry in self.registry.items() if entry["engine"] == "vllm"]
+        return [f"model.{model}" for model, entry in self.registry.items()
+                if entry["engine"] == "vllm" and model != NODE_MODEL]
 
     def start(self, name: str) -> None:
         log = open(LOG_DIR / f"{name}-{self.port}.log", "ab")  # noqa: SIM115 - owned by the process
