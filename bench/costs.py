@@ -187,13 +187,20 @@ def child(database_url: str, redis_url: str, args: argparse.Namespace) -> dict[s
     # Creates send their task to the broker as in production; no worker consumes it (the
     # bench runs each response itself), and the bench's own Redis is emptied at the end.
     _, key = create_api_key(f"bench-costs-{os.getpid()}")
+    if args.node and args.node_peer is None and args.node_processes > 1:
+        try:
+            return {"node": node_of_processes(database_url, redis_url, args)}
+        finally:
+            shared_client().flushdb()
     if args.node:
         lag = CommitLag()
         lag.install()
+        barrier = NodeBarrier(Path(args.node_barrier), args.node_processes, args.node_peer) if args.node_peer else None
         try:
-            return {"node": measure_node(lag, key, args.node_rates, args.node_responses)}
+            return {"node": measure_node(lag, key, args.node_rates, args.node_responses, barrier)}
         finally:
-            shared_client().flushdb()
+            if args.node_peer is None:
+                shared_client().flushdb()
     clock = PhaseClock()
     _wrap_phases(clock)
     web = WebLoop()
@@ -662,7 +669,8 @@ class CpuSamples:
         return (last[1] - first[1]) * (end - start) / (last[0] - first[0])
 
 
-def measure_node(lag: CommitLag, key: str, rates: list[int], count: int) -> dict[str, Any]:
+def measure_node(lag: CommitLag, key: str, rates: list[int], count: int,
+                 barrier: NodeBarrier | None = None) -> dict[str, Any]:
     """``count`` plain answers streaming at once in this process (each taken by a task thread,
     as a worker's, then run on the engine loop), the echo engine spacing each one's tokens so
     that together they come at each offered rate: the achieved rate, the commit lag, the
@@ -680,6 +688,8 @@ def measure_node(lag: CommitLag, key: str, rates: list[int], count: int) -> dict
         body = {"model": "echo", "input": _plain(words), "background": True,
                 "metadata": {"echo_token_delay_ms": f"{delay_ms:.3f}"}}
         ids = [create_response(tenant, parse_create_request(body)).pk for _ in range(count)]
+        if barrier is not None:
+            barrier.wait(f"{rate}")  # the node's processes stream their shares at once
         lag.reset()
         calibration = calibration_ms()
         process_before, wall_before = time.process_time(), time.monotonic()
@@ -705,6 +715,64 @@ def measure_node(lag: CommitLag, key: str, rates: list[int], count: int) -> dict
             "whole_us_per_token": (process - engine) / tokens * 1e6, "engine_us_per_token": engine / tokens * 1e6,
             "process_cpu_share": steady_process / (end - start),
         }
+        if barrier is not None:  # the node's parent merges its processes' waits
+            levels[rate]["lags_ms"] = [round(wait * 1e3, 2) for wait in lags]
+        levels[rate]["keeps_up"] = keeps_up(rate, levels[rate])
+    return levels
+
+
+class NodeBarrier:
+    """Where the processes of a node (--node-processes) wait for one another before each
+    rate, so that their responses stream at once: a file per process and rate."""
+
+    def __init__(self, directory: Path, processes: int, peer: int) -> None:
+        self.directory, self.processes, self.peer = directory, processes, peer
+
+    def wait(self, name: str, timeout: float = 600) -> None:
+        (self.directory / f"{name}-{self.peer}").touch()
+        deadline = time.monotonic() + timeout
+        while len(list(self.directory.glob(f"{name}-*"))) < self.processes:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the node's other processes never reached {name}")
+            time.sleep(0.01)
+
+
+def node_of_processes(database_url: str, redis_url: str, args: argparse.Namespace) -> dict[str, Any]:
+    """--node with several worker processes: each runs its share of the responses at its
+    share of each rate, all at once (NodeBarrier); the node's figures are their sum (the
+    rate, the CPU) and the waits of all their tokens together (the lag)."""
+    import subprocess
+    import tempfile
+
+    processes = args.node_processes
+    with tempfile.TemporaryDirectory(prefix="bench-node-") as barrier:
+        command = [sys.executable, __file__, "--node", "--node-rates",
+                   ",".join(str(rate // processes) for rate in args.node_rates),
+                   "--node-responses", str(args.node_responses // processes), "--node-processes", str(processes),
+                   "--node-barrier", barrier, "--child", database_url, redis_url]
+        peers = [subprocess.Popen([*command, "--node-peer", str(peer)], cwd=ROOT, stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for peer in range(1, processes + 1)]
+        outputs = [peer.communicate() for peer in peers]
+    for peer, (_, stderr) in zip(peers, outputs, strict=True):
+        if peer.returncode != 0:
+            raise RuntimeError(f"a node process failed:\n{stderr[-4000:]}")
+    shares = [json.loads(stdout.strip().splitlines()[-1])["node"] for stdout, _ in outputs]
+    levels = {}
+    for rate, share_rate in zip(args.node_rates, (rate // processes for rate in args.node_rates), strict=True):
+        parts = [share[str(share_rate)] for share in shares]
+        lags = sorted(wait for part in parts for wait in part["lags_ms"])
+        tokens = sum(part["tokens"] for part in parts)
+        levels[rate] = {
+            "achieved": sum(part["achieved"] for part in parts),
+            "window_tokens": sum(part["window_tokens"] for part in parts), "tokens": tokens,
+            "lag_p50_ms": lags[len(lags) // 2], "lag_p99_ms": lags[int(len(lags) * 0.99)],
+            "calibration_ms": sum(part["calibration_ms"] for part in parts) / processes,
+            **{figure: sum(part[figure] * part["tokens"] for part in parts) / tokens
+               for figure in ("steady_us_per_token", "scaled_steady_us_per_token", "whole_us_per_token",
+                              "engine_us_per_token")},
+            "process_cpu_share": sum(part["process_cpu_share"] for part in parts),
+            "processes": processes,
+        }
         levels[rate]["keeps_up"] = keeps_up(rate, levels[rate])
     return levels
 
@@ -729,6 +797,10 @@ def keeps_up(rate: int, level: dict[str, Any]) -> bool:
 # --- the parent: both databases, the report ----------------------------------------------------
 
 
+def _processes(level: dict[str, Any]) -> str:
+    return f"{level['processes']} processes together" if level.get("processes", 1) > 1 else "process"
+
+
 def report(database: str, figures: dict[str, Any]) -> None:
     """Each figure scaled to the reference speed (the headline), then as measured, with the
     calibration of its round; phases as measured."""
@@ -740,8 +812,9 @@ def report(database: str, figures: dict[str, Any]) -> None:
                   f"p99 {level['lag_p99_ms']:.0f} ms; worker CPU while all streamed "
                   f"{level['scaled_steady_us_per_token']:.1f} us/token (measured {level['steady_us_per_token']:.1f}, "
                   f"calibration {level['calibration_ms']:.1f} ms), {level['whole_us_per_token']:.1f} with the starts "
-                  f"and ends; echo engine {level['engine_us_per_token']:.1f}; process at "
-                  f"{level['process_cpu_share']:.0%} of a core; {'keeps up' if level['keeps_up'] else 'falls behind'}",
+                  f"and ends; echo engine {level['engine_us_per_token']:.1f}; "
+                  f"{_processes(level)} at {level['process_cpu_share']:.0%} of a core; "
+                  f"{'keeps up' if level['keeps_up'] else 'falls behind'}",
                   flush=True)
         return
     for case, worker in figures["worker"].items():
@@ -786,6 +859,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--node-rates", default="1000,2000,4000,8000,16000",
                         type=lambda s: [int(rate) for rate in s.split(",")], help="aggregate tokens/s offered")
     parser.add_argument("--node-responses", type=int, default=256, help="responses streaming at once")
+    parser.add_argument("--node-processes", type=int, default=1,
+                        help="worker processes of the node, each with its share of the responses and the rate")
+    parser.add_argument("--node-peer", type=int, default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--node-barrier", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--child", nargs=2, metavar=("DATABASE_URL", "REDIS_URL"), help=argparse.SUPPRESS)
     return parser.parse_args()
 
@@ -796,15 +873,16 @@ def main() -> str:
         print(json.dumps(child(*args.child, args)))
         return ""
     node = ["--node", "--node-rates", ",".join(map(str, args.node_rates)), "--node-responses",
-            str(args.node_responses)] if args.node else []
+            str(args.node_responses), "--node-processes", str(args.node_processes)] if args.node else []
     results: dict[str, dict[str, Any]] = {}
     for database, figures in per_database(SERVICES_DIR, args.databases, __file__, [
             "--responses", str(args.responses), "--creates", str(args.creates), "--rounds", str(args.rounds), *node]):
         results[database] = figures
         report(database, figures)
     if args.node:
-        return "node: " + ", ".join(f"{database} keeps up with {node_ceiling(figures['node'])} tokens/s"
-                                    for database, figures in results.items())
+        processes = f" with {args.node_processes} worker processes" if args.node_processes > 1 else ""
+        return f"node{processes}: " + ", ".join(f"{database} keeps up with {node_ceiling(figures['node'])} tokens/s"
+                                                for database, figures in results.items())
     first = next(iter(results.values()))
     tokens = sum(case["tokens"] for case in first["worker"].values())
     worker = sum(case["scaled_us_per_token"] * case["tokens"] for case in first["worker"].values()) / tokens
