@@ -1,4 +1,4 @@
-"""The limit server of bench/serving.py: this serving layer with nothing behind it.
+"""The limit server of bench/serving.py and bench/paced.py: this serving layer with nothing behind it.
 
 Daphne and Django's ASGI handler answer ``POST /v1/responses`` with the same SSE framing
 (responses_app/stream/sse.py) as the stack, but the events come from memory: one stream,
@@ -8,6 +8,11 @@ serve the same bytes. Each event is framed when it is sent and is its own write,
 event loop runs between two, as a server that makes its events one at a time in process.
 
     LIMIT_SERVER_FRAMES=<file> daphne -p <port> bench.limit_server:application
+
+Paced (bench/paced.py's ceiling): with ``LIMIT_SERVER_PACED=1`` the file holds one JSON
+line per frame, ``[offset_s, frame]``, recorded from one stream of the stack, and each
+frame is sent at its offset from the request, so that every stream keeps the pace that
+the stack gives one stream alone.
 """
 
 from __future__ import annotations
@@ -41,14 +46,21 @@ from django.views.decorators.csrf import csrf_exempt  # noqa: E402
 
 from responses_app.stream.sse import sse_frame, sse_response  # noqa: E402
 
-EVENTS: list[dict[str, Any]] = [json.loads(frame.partition(b"\ndata: ")[2]) for frame in
-                                Path(os.environ["LIMIT_SERVER_FRAMES"]).read_bytes().split(b"\n\n") if frame]
+PACED = os.environ.get("LIMIT_SERVER_PACED") == "1"
+_SOURCE = Path(os.environ["LIMIT_SERVER_FRAMES"]).read_bytes()
+# (the offset from the request at which it is sent, the event)
+SCHEDULE: list[tuple[float, dict[str, Any]]] = (
+    [(offset, json.loads(frame.partition("\ndata: ")[2])) for offset, frame in map(json.loads, _SOURCE.splitlines())]
+    if PACED else
+    [(0.0, json.loads(frame.partition(b"\ndata: ")[2])) for frame in _SOURCE.split(b"\n\n") if frame])
 
 
 async def one_at_a_time() -> AsyncIterator[bytes]:
-    for event in EVENTS:
+    started = asyncio.get_running_loop().time()
+    for offset, event in SCHEDULE:
+        wait = started + offset - asyncio.get_running_loop().time()
+        await asyncio.sleep(wait if wait > 0 else 0)
         yield sse_frame(event)
-        await asyncio.sleep(0)
 
 
 @csrf_exempt

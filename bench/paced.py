@@ -14,13 +14,20 @@ connection a stream, reading lines and parsing only the terminal event's JSON) t
 - duration / ideal p50: submit to terminal event, over the stream's tokens * delay;
 - streams that ended without their terminal event (a connection closed, an HTTP error).
 
+Beside the stack, in the same run and taking turns with it (which goes first alternates),
+the same load goes to its ceiling: bench/limit_server.py, the same Daphne and SSE framing
+with nothing behind it, sending every stream the frames of one stream recorded from the
+stack at the start, each at the offset from its request at which the stack sent it to that
+one stream alone. Each run prints both sides, and the end stack/ceiling for delivered, first
+text p50/p99 and the gap p99 (the medians of the runs).
+
     make run &     # or any stack; the demo key is read from .run/demo-api-key
-    .venv/bin/python bench/paced.py [--streams 256] [--tokens 300] [--delay-ms 20] [--runs 5]
-                                    [--base-url http://127.0.0.1:8000/v1] [--api-key KEY]
+    .venv/bin/python bench/paced.py [--streams 256] [--tokens 300] [--delay-ms 20] [--runs 3]
+                                    [--base-url http://127.0.0.1:8000/v1] [--api-key KEY] [--no-ceiling]
 
 Figures are printed, never asserted. The last line is ``paced <N> streams: delivered/offered
-<r>, first text p99 <t> s, gap p99 <g> ms, unanswered <u>`` (the median run; unanswered is
-the sum over runs).
+<r> (<x> of the ceiling), first text p99 <t> s (ceiling <c> s), gap p99 <g> ms (ceiling <c>
+ms), unanswered <u>`` (the medians of the runs; unanswered is the sum over the stack's runs).
 """
 
 from __future__ import annotations
@@ -29,6 +36,8 @@ import argparse
 import asyncio
 import json
 import statistics
+import sys
+import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +45,8 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:  # run as a script, only bench/ would be on sys.path
+    sys.path.insert(0, str(ROOT))
 TEXT_DELTA = b"event: response.output_text.delta"
 TERMINAL = (b"event: response.completed", b"event: response.incomplete", b"event: response.failed",
             b"event: response.cancelled")
@@ -88,9 +99,35 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(int(len(ordered) * q), len(ordered) - 1)] if ordered else float("nan")
 
 
-async def one_run(base_url: str, api_key: str, streams: int, tokens: int, delay_ms: float) -> dict[str, float]:
-    body = {"model": "echo", "input": script(tokens), "stream": True,
+def request_body(tokens: int, delay_ms: float) -> dict:
+    return {"model": "echo", "input": script(tokens), "stream": True,
             "metadata": {"echo_token_delay_ms": f"{delay_ms:g}"}}
+
+
+async def record_schedule(base_url: str, api_key: str, body: dict) -> list[tuple[float, str]]:
+    """One stream alone on the stack: each frame, with its offset from the request."""
+    schedule: list[tuple[float, str]] = []
+    async with httpx.AsyncClient(base_url=base_url, headers={"Authorization": f"Bearer {api_key}"},
+                                 timeout=120) as client:
+        started = time.monotonic()
+        async with client.stream("POST", "/responses", json=body) as response:
+            response.raise_for_status()
+            buffer = ""
+            async for text in response.aiter_text():
+                buffer += text
+                *frames, buffer = buffer.split("\n\n")
+                schedule += [(time.monotonic() - started, frame) for frame in frames
+                             if frame.startswith("event: ")]  # not the keep-alive comments
+    if not schedule or not any(frame.startswith(TERMINAL_TEXT) for _, frame in schedule[-1:]):
+        raise RuntimeError("the recorded stream did not end with its terminal event")
+    return schedule
+
+
+TERMINAL_TEXT = tuple(event.decode() for event in TERMINAL)
+
+
+async def one_run(base_url: str, api_key: str, streams: int, tokens: int, delay_ms: float) -> dict[str, float]:
+    body = request_body(tokens, delay_ms)
     limits = httpx.Limits(max_connections=streams, max_keepalive_connections=streams)
     timeout = httpx.Timeout(connect=60, read=120, write=60, pool=120)
     async with httpx.AsyncClient(base_url=base_url, headers={"Authorization": f"Bearer {api_key}"},
@@ -124,32 +161,71 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--streams", type=int, default=256)
     parser.add_argument("--tokens", type=int, default=300, help="output tokens of each answer (about)")
     parser.add_argument("--delay-ms", type=float, default=20.0, help="the engine's pace, per token and stream")
-    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=3, help="of each side")
     parser.add_argument("--pause-s", type=float, default=3.0, help="between runs")
     parser.add_argument("--base-url", default="http://127.0.0.1:8000/v1")
     parser.add_argument("--api-key", default=None, help="default: .run/demo-api-key (make run's)")
+    parser.add_argument("--no-ceiling", action="store_true", help="only the stack, without its in-memory ceiling")
     return parser.parse_args()
+
+
+ROW = "{side:8} {number:3}  {ratio:17.2f}  {first_p50:6.2f} / {first_p99:5.2f} s  {gap_p99_ms:5.0f} ms  " \
+      "{duration_ideal_p50:18.2f}  {tokens_p50:6.0f}  {unanswered:10d}"
+
+
+def start_ceiling(base_url: str, api_key: str, body: dict, directory: Path) -> tuple[object, str]:
+    """The limit server, paced with one stream recorded from the stack."""
+    from bench.serving import start_limit_server
+
+    schedule = asyncio.run(record_schedule(base_url, api_key, body))
+    frames = directory / "paced-frames.jsonl"
+    frames.write_text("".join(json.dumps(entry) + "\n" for entry in schedule))
+    return start_limit_server(frames, paced=True)
+
+
+def median_of(runs: list[dict], figure: str) -> float:
+    return statistics.median(run[figure] for run in runs)
 
 
 def main() -> str:
     args = parse_args()
     api_key = args.api_key or (ROOT / ".run" / "demo-api-key").read_text().strip()
     print(f"{args.streams} streams of about {args.tokens} tokens at {args.delay_ms:g} ms a token "
-          f"({args.streams * 1000 / args.delay_ms:,.0f} tokens/s offered), {args.runs} runs against {args.base_url}")
-    print("run  delivered/offered  first text p50 / p99  gap p99  duration/ideal p50  tokens  unanswered")
-    runs = []
-    for number in range(1, args.runs + 1):
-        run = asyncio.run(one_run(args.base_url, api_key, args.streams, args.tokens, args.delay_ms))
-        runs.append(run)
-        print(f"{number:3}  {run['ratio']:17.2f}  {run['first_p50']:6.2f} / {run['first_p99']:5.2f} s  "
-              f"{run['gap_p99_ms']:5.0f} ms  {run['duration_ideal_p50']:18.2f}  {run['tokens_p50']:6.0f}  "
-              f"{run['unanswered']:10d}" + (f"  ({'; '.join(run['errors'])})" if run["errors"] else ""), flush=True)
-        if number < args.runs:
-            time.sleep(args.pause_s)
-    median = sorted(runs, key=lambda run: run["ratio"])[len(runs) // 2]
-    return (f"paced {args.streams} streams: delivered/offered {median['ratio']:.2f}, first text p99 "
-            f"{median['first_p99']:.2f} s, gap p99 {median['gap_p99_ms']:.0f} ms, unanswered "
-            f"{sum(run['unanswered'] for run in runs)}")
+          f"({args.streams * 1000 / args.delay_ms:,.0f} tokens/s offered), {args.runs} runs against {args.base_url}"
+          + ("" if args.no_ceiling else ", taking turns with its in-memory ceiling"))
+    print("side     run  delivered/offered  first text p50 / p99  gap p99  duration/ideal p50  tokens  unanswered")
+    runs: dict[str, list[dict]] = {"stack": [], "ceiling": []}
+    with tempfile.TemporaryDirectory(prefix="bench-paced-") as directory:
+        ceiling = None if args.no_ceiling else start_ceiling(args.base_url, api_key,
+                                                             request_body(args.tokens, args.delay_ms), Path(directory))
+        try:
+            for number in range(1, args.runs + 1):
+                sides = [("stack", args.base_url)] + ([("ceiling", ceiling[1])] if ceiling else [])
+                for side, url in sides if number % 2 else reversed(sides):
+                    run = asyncio.run(one_run(url, api_key, args.streams, args.tokens, args.delay_ms))
+                    runs[side].append(run)
+                    print(ROW.format(side=side, number=number, **run)
+                          + (f"  ({'; '.join(run['errors'])})" if run["errors"] else ""), flush=True)
+                    time.sleep(args.pause_s)
+        finally:
+            if ceiling is not None:
+                from bench.serving import stop
+
+                stop(ceiling[0])
+    stack = runs["stack"]
+    line = (f"paced {args.streams} streams: delivered/offered {median_of(stack, 'ratio'):.2f}")
+    if not runs["ceiling"]:
+        return (line + f", first text p99 {median_of(stack, 'first_p99'):.2f} s, gap p99 "
+                f"{median_of(stack, 'gap_p99_ms'):.0f} ms, unanswered {sum(run['unanswered'] for run in stack)}")
+    top = runs["ceiling"]
+    print(f"stack/ceiling (medians): delivered {median_of(stack, 'delivered') / median_of(top, 'delivered'):.2f}, "
+          f"first text p50 {median_of(stack, 'first_p50') / median_of(top, 'first_p50'):.1f}x, "
+          f"p99 {median_of(stack, 'first_p99') / median_of(top, 'first_p99'):.1f}x, "
+          f"gap p99 {median_of(stack, 'gap_p99_ms') / median_of(top, 'gap_p99_ms'):.1f}x")
+    return (line + f" ({median_of(stack, 'delivered') / median_of(top, 'delivered'):.2f} of the ceiling's "
+            f"{median_of(top, 'ratio'):.2f}), first text p99 {median_of(stack, 'first_p99'):.2f} s (ceiling "
+            f"{median_of(top, 'first_p99'):.2f} s), gap p99 {median_of(stack, 'gap_p99_ms'):.0f} ms (ceiling "
+            f"{median_of(top, 'gap_p99_ms'):.0f} ms), unanswered {sum(run['unanswered'] for run in stack)}")
 
 
 if __name__ == "__main__":

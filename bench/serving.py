@@ -207,14 +207,19 @@ def manage(env: dict[str, str], *argv: str) -> str:
     return done.stdout
 
 
-def start_limit_server(frames_file: Path) -> tuple[subprocess.Popen, str]:
+def start_limit_server(frames_file: Path, paced: bool = False) -> tuple[subprocess.Popen, str]:
+    """bench/limit_server.py under Daphne (``paced``: its frames each at their offset)."""
     from tests.live.stack import LOG_DIR, free_port
 
+    LOG_DIR.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log = open(LOG_DIR / f"limit-{port}.log", "ab")  # noqa: SIM115 - owned by the process
-    process = subprocess.Popen([str(Path(sys.executable).parent / "daphne"), "-b", "127.0.0.1", "-p", str(port),
-                                "bench.limit_server:application"], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
-                               env={**os.environ, "LIMIT_SERVER_FRAMES": str(frames_file)}, start_new_session=True)
+    # The stack's Daphne's listen backlog (the Procfile's): hundreds of clients connect at once.
+    process = subprocess.Popen([str(Path(sys.executable).parent / "daphne"), "-e",
+                                f"tcp:port={port}:interface=127.0.0.1:backlog=1024", "bench.limit_server:application"],
+                               cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
+                               env={**os.environ, "LIMIT_SERVER_FRAMES": str(frames_file),
+                                    "LIMIT_SERVER_PACED": "1" if paced else "0"})
     base_url = f"http://127.0.0.1:{port}/v1"
     wait_for(f"{base_url}/models", process)
     return process, base_url
