@@ -47,16 +47,21 @@ COPY_EVENTS = f"COPY {EVENT_COLUMNS} FROM STDIN"
 # the rows of a response's end or a create one multi-row INSERT.
 COPY_FROM_ROWS = 32
 # A batch's statements, written out (the ORM's compiling of them cost more of a worker's CPU
-# than running them): every lease of a group renewed and its cancel flag read in one
-# statement (the VALUES rows are (id, owner, last sequence number or NULL for a batch without
-# events, which leaves it), named column1..3 by PostgreSQL and SQLite alike), and each
-# changed item written whether or not it has a row yet.
+# than running them): every lease of a group checked, its last sequence number advanced and
+# its cancel flag read in one statement (the VALUES rows are (id, owner, last sequence number
+# or NULL for a batch without events, which leaves it, whether to renew the lease), named
+# column1..4 by PostgreSQL and SQLite alike), and each changed item written whether or not it
+# has a row yet. A lease is renewed only every LEASE_RENEW_S (the writer says when): its
+# column is indexed (the reaper's), so writing it made every batch's UPDATE a new row version
+# with an entry in each of the table's indexes, where an UPDATE of last_sequence_number alone
+# is a heap-only one on PostgreSQL (migration 0019 leaves the pages room for it).
 _TABLE = Response._meta.db_table
-RENEW_LEASES = (f"UPDATE {_TABLE} SET lease_expires_at = %s, "
+RENEW_LEASES = (f"UPDATE {_TABLE} SET lease_expires_at = CASE WHEN v.column4 THEN %s "
+                f"ELSE {_TABLE}.lease_expires_at END, "
                 f"last_sequence_number = COALESCE(v.column3, {_TABLE}.last_sequence_number) FROM (VALUES {{}}) "
                 f"AS v WHERE {_TABLE}.id = v.column1 AND {_TABLE}.lease_owner = v.column2 "
                 f"RETURNING {_TABLE}.id, {_TABLE}.cancel_requested")
-LEASE_ROW = "(%s, %s, CAST(%s AS BIGINT))"
+LEASE_ROW = "(%s, %s, CAST(%s AS BIGINT), CAST(%s AS BOOLEAN))"
 ITEM_COLUMNS = f"{OutputItem._meta.db_table} (response_id, output_index, item_id, item_type, status, data)"
 ITEM_ROW = "(%s, %s, %s, %s, %s, %s)"
 ITEM_CONFLICT = ("ON CONFLICT (response_id, output_index) DO UPDATE SET item_id = excluded.item_id, "
@@ -99,6 +104,7 @@ class Batch:
     owner: str
     events: list[dict[str, Any]]
     items: list[tuple[int, dict[str, Any]]]
+    renew_lease: bool = True  # besides checking it (the writer renews it every LEASE_RENEW_S)
 
 
 def save_events(response: Response, owner: str, events: list[dict[str, Any]],
@@ -114,15 +120,16 @@ def save_events(response: Response, owner: str, events: list[dict[str, Any]],
 def save_group(batches: list[Batch]) -> dict[str, bool]:
     """save_events for several responses (one batch each) at once: on PostgreSQL a group
     of fewer than COPY_FROM_ROWS events is one statement (the leases, the events, the
-    items); any other is one transaction (a statement renews all the leases, one writes all
-    the events, one all the items); the doorbells ring in one round trip. Returns the
+    items); any other is one transaction (a statement checks all the leases and renews
+    those due, one writes all the events, one all the items); the doorbells ring in one round trip. Returns the
     cancel flag of each response whose lease held, by id; a response missing from it lost
     its lease, and nothing of it is written. A failing statement fails the whole group
     (nothing is written)."""
     lease_expires_at = timezone.now() + timedelta(seconds=settings.LEASE_TTL_S)
     params: list[Any] = [connection.ops.adapt_datetimefield_value(lease_expires_at)]
     for batch in batches:
-        params += [batch.response.pk, batch.owner, batch.events[-1]["sequence_number"] if batch.events else None]
+        params += [batch.response.pk, batch.owner, batch.events[-1]["sequence_number"] if batch.events else None,
+                   batch.renew_lease]
     renew = RENEW_LEASES.format(", ".join([LEASE_ROW] * len(batches)))
     started = time.perf_counter()
     if connection.vendor == "postgresql" and sum(len(batch.events) for batch in batches) < COPY_FROM_ROWS:
@@ -136,7 +143,8 @@ def save_group(batches: list[Batch]) -> dict[str, bool]:
     held = [batch for batch in batches if batch.response.pk in renewed]
     for batch in held:
         recorder.batch_committed(batch.response, batch.events, seconds)
-        batch.response.lease_expires_at = lease_expires_at
+        if batch.renew_lease:
+            batch.response.lease_expires_at = lease_expires_at
         if batch.events:
             batch.response.last_sequence_number = batch.events[-1]["sequence_number"]
     return renewed

@@ -60,6 +60,10 @@ class BatchWriter:
     off_loop: OffLoop
     loop: asyncio.AbstractEventLoop
     last_commit: float = field(default_factory=time.monotonic)
+    # When the lease was last renewed (the claim renewed it): a batch renews it again once
+    # LEASE_RENEW_S have passed, and the lease runs out LEASE_TTL_S after.
+    lease_renewed: float = field(default_factory=time.monotonic)
+    _renewing: float | None = None  # the time of the unsaved batch that renews the lease
     lent: bool = False  # the response's code runs in a tool thread: only it may drain the builder
     broke: bool = False  # the last commit of the unsaved batch failed with the database down
     _unsaved: tuple[list[dict[str, Any]], list[tuple[int, dict[str, Any]]]] | None = None
@@ -70,10 +74,10 @@ class BatchWriter:
         """Between chunks: raise what the commits found; mark the writer due when it has
         events or its lease needs renewing (a lent writer commits them now)."""
         self._raise_failure()
-        since = time.monotonic() - self.last_commit
-        if self.builder.has_pending_events or since >= settings.LEASE_RENEW_S:
+        now = time.monotonic()
+        if self.builder.has_pending_events or now - self.lease_renewed >= settings.LEASE_RENEW_S:
             if self.lent:
-                if since >= settings.EVENT_FLUSH_INTERVAL_S:
+                if now - self.last_commit >= settings.EVENT_FLUSH_INTERVAL_S:
                     await self.flush()
             elif not self.broke:  # a batch that failed (the database down) is handed again later
                 flusher().due(self)
@@ -103,12 +107,16 @@ class BatchWriter:
         builder's pending events (none: a lease renewal)."""
         if self._unsaved is None:
             self._unsaved = self.builder.drain()
+            now = time.monotonic()
+            self._renewing = now if now - self.lease_renewed >= settings.LEASE_RENEW_S else None
         events, items = self._unsaved
-        return Batch(self.response, self.owner, events, items)
+        return Batch(self.response, self.owner, events, items, renew_lease=self._renewing is not None)
 
     def settle(self, outcome: Outcome) -> None:
         if isinstance(outcome, bool):
-            self._unsaved, self.broke = None, False
+            if self._renewing is not None:
+                self.lease_renewed = self._renewing
+            self._unsaved, self._renewing, self.broke = None, None, False
             self.last_commit = time.monotonic()
             self._cancel |= outcome
         elif isinstance(outcome, DATABASE_DOWN):
@@ -127,8 +135,8 @@ class BatchWriter:
 
     def _lease_nearly_out(self) -> bool:
         """A retry after RETRY_INTERVAL_S would come too close to the end of the lease that
-        the last commit renewed (after it the reaper may take the response over)."""
-        return time.monotonic() + RETRY_INTERVAL_S > self.last_commit + settings.LEASE_TTL_S - LEASE_MARGIN_S
+        the last renewal set (after it the reaper may take the response over)."""
+        return time.monotonic() + RETRY_INTERVAL_S > self.lease_renewed + settings.LEASE_TTL_S - LEASE_MARGIN_S
 
     def _raise_failure(self) -> None:
         if self._failure is not None:

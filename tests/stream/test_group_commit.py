@@ -111,3 +111,45 @@ def test_a_batch_without_events_renews_the_lease_and_leaves_the_last_sequence_nu
     assert save_group([Batch(written.response, OWNER, [], [])]) == {written.response.pk: False}
     row = Response.objects.get(pk=written.response.pk)
     assert row.last_sequence_number == last and row.lease_expires_at > before
+
+
+def test_a_batch_that_is_not_due_to_renew_the_lease_advances_the_stream_and_leaves_the_lease(settings):
+    """The writer renews its lease every LEASE_RENEW_S, not with every batch: the lease's
+    column is indexed, the last sequence number is not."""
+    first, builder = batch(1)
+    held = save_group([first])
+    before = Response.objects.get(pk=first.response.pk).lease_expires_at
+    builder.apply(ContentDelta(text="more"))
+    events, items = builder.drain()
+    Response.objects.filter(pk=first.response.pk).update(cancel_requested=True)
+    cancelled = save_group([Batch(first.response, OWNER, events, items, renew_lease=False)])
+    row = Response.objects.get(pk=first.response.pk)
+    assert held == {first.response.pk: False} and cancelled == {first.response.pk: True}
+    assert row.last_sequence_number == events[-1]["sequence_number"] and row.lease_expires_at == before
+    # Still guarded by the lease: another owner's batch writes nothing.
+    builder.apply(ContentDelta(text="again"))
+    events, items = builder.drain()
+    assert save_group([Batch(first.response, "someone-else", events, items, renew_lease=False)]) == {}
+    assert committed_sequence(first.response)[-1] == row.last_sequence_number
+
+
+def test_the_writer_renews_its_lease_once_LEASE_RENEW_S_has_passed_and_counts_its_ttl_from_then(settings, monkeypatch):
+    from responses_app.worker import batch_writer
+    from responses_app.worker.batch_writer import BatchWriter
+
+    clock = [500.0]
+    monkeypatch.setattr(batch_writer.time, "monotonic", lambda: clock[0])
+    _, builder = batch(1)
+    writer = BatchWriter(builder.response, OWNER, builder, off_loop=None, loop=None, last_commit=clock[0],
+                         lease_renewed=clock[0])
+    assert writer.take_batch().renew_lease is False
+    writer.settle(False)
+    clock[0] += settings.LEASE_RENEW_S
+    builder.apply(ContentDelta(text="later"))
+    assert writer.take_batch().renew_lease is True
+    taken = clock[0]
+    clock[0] = 500.0 + settings.LEASE_TTL_S - 1  # its commit is slow: retries are bounded by the claim's lease
+    assert writer._lease_nearly_out()
+    writer.settle(False)
+    # The lease it renewed runs from when the batch was taken (its commit's now() is later).
+    assert writer.lease_renewed == taken and not writer._lease_nearly_out()
