@@ -23,6 +23,9 @@ from tests.helpers import TERMINAL_EVENTS, assert_dense, wait_until
 from tests.live.stack import LOG_DIR, NODE_MODEL, ROOT, LiveStack
 
 pytest.importorskip("vllm")
+# An engine core and two vLLM clients beside the live stack take both of this machine's
+# cores: `make test` runs these alone, after the parallel run, as it does the crowded ones.
+pytestmark = pytest.mark.crowded
 
 from responses_app.devtools.tiny_models import ensure_model, transcript  # noqa: E402  (needs torch)
 
