@@ -67,7 +67,7 @@ def engine_config(entry: dict[str, Any], slots: int, rank: int) -> Any:
     from vllm.engine.arg_utils import AsyncEngineArgs
     from vllm.usage.usage_lib import UsageContext
 
-    from responses_app.engines.vllm_engine import engine_arguments
+    from responses_app.engines.vllm_config import engine_arguments
 
     engine_args = AsyncEngineArgs(**engine_arguments(entry))
     engine_args._api_process_count = slots
@@ -82,7 +82,7 @@ def serve_engine_core(model: str, entry: dict[str, Any], slots: int, run_dir: Pa
     from vllm.v1.engine.utils import EngineZmqAddresses, launch_core_engines
     from vllm.v1.executor import Executor
 
-    from responses_app.engines.vllm_engine import cpu_layout
+    from responses_app.engines.vllm_config import cpu_layout
 
     run_dir.mkdir(parents=True, exist_ok=True)
     started = time.monotonic()

@@ -225,7 +225,7 @@ class EventBuilder:
         An item that only grew by text deltas is written at most every ITEM_ROW_INTERVAL_S
         (unless ``every_item``): rewriting a growing item's row with every batch was a third
         of a group commit. Its deltas are committed with each batch, and whoever reads an
-        open item folds them into its row (stream/open_item.py); an item's other changes
+        open item folds them into its row (selectors.with_open_item_as_streamed); an item's other changes
         (added, a part, done) are written at once."""
         events, self._pending_events = self._pending_events, []
         now = time.monotonic()

@@ -3,7 +3,7 @@ continuing it after its own was lost, the reaper ending it) starts from.
 
 Items and the events that made them are committed together (EventBuilder.drain), but for
 the text that an open item grew by since its row was last written, which output_items takes
-from the committed deltas (stream/open_item.py): so the output says exactly what clients
+from the committed deltas (selectors.with_open_item_as_streamed): so the output says exactly what clients
 have seen. Items are finished in order, each with its
 ``response.output_item.done``; at most the last one is open: the one whose done event
 was never committed (a status alone cannot tell, since some item types have none).

@@ -239,7 +239,7 @@ def test_eight_concurrent_responses_are_batched_by_one_engine_and_all_complete(a
 
 def test_on_the_cpu_each_engine_is_one_process_that_leaves_a_core_to_the_stack_and_rests_when_idle(
         alice, vllm_stack):
-    from responses_app.engines.vllm_engine import cpu_threads
+    from responses_app.engines.vllm_config import cpu_threads
 
     # vLLM's default CPU executor computes in a worker process and keeps its engine core
     # spinning on shared memory for a second after every step, on the core that the web

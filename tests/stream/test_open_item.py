@@ -1,6 +1,6 @@
 """An open item's row is rewritten at most every ITEM_ROW_INTERVAL_S while its text grows
 (stream/builder.py drain), and whoever reads a running response's output gets the text its
-committed deltas carry (stream/open_item.py): a GET is never staler than the stream."""
+committed deltas carry (selectors.with_open_item_as_streamed): a GET is never staler than the stream."""
 
 from __future__ import annotations
 
