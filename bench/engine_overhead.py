@@ -9,6 +9,11 @@ and the two take turns, round by round (5 rounds per level by default); the repo
 the median tokens/s of each side, and stack/raw as the median of the rounds' own ratios.
 
     .venv/bin/python bench/engine_overhead.py [--tokens 512] [--levels 1,8,32,128,256] [--rounds 5]
+                                              [--node-processes 2]
+
+With ``--node-processes N`` the stack's vLLM side is a GPU node (``manage.py run_gpu_node``):
+N worker processes sharing one engine core, against the same raw AsyncLLM. (vLLM turns its
+scheduler statistics off for a shared core: the stack's "engine max running" is then 0.)
 
 It starts its own PostgreSQL and Redis (scripts/test-services.sh in .run/bench, so a
 concurrent ``make test`` in .run/test is left alone) and stops everything it started, also
@@ -25,6 +30,7 @@ import gc
 import logging
 import os
 import signal
+import socket
 import statistics
 import subprocess
 import sys
@@ -245,9 +251,10 @@ def make_stack_class() -> type:
         default lease/flush timings instead of the tests' short ones."""
 
         def __init__(self, db_url: str, redis_url: str, models: dict[str, Path], worker_concurrency: int,
-                     base_env: dict[str, str]) -> None:
+                     base_env: dict[str, str], node_processes: int = 1) -> None:
             super().__init__(db_url, redis_url, models)
             self.worker_concurrency = worker_concurrency
+            self.node_processes = node_processes
             # The caller's environment as it was before the bench changed its own logging.
             for name in (*TEST_ONLY_ENV, "VLLM_LOGGING_LEVEL"):
                 if name in base_env:
@@ -260,7 +267,30 @@ def make_stack_class() -> type:
             for name in ("worker", "vllm-worker"):
                 argv = commands[name]
                 argv[argv.index("--concurrency") + 1] = str(self.worker_concurrency)
+            if self.node_processes > 1:
+                # A GPU node: its supervisor, the engine core and the worker processes (their
+                # threads pools by default, one per response slot and 8).
+                commands["vllm-worker"] = [sys.executable, "manage.py", "run_gpu_node", "--model", MODEL,
+                                           "--processes", str(self.node_processes),
+                                           "--run-dir", str(ROOT / ".run" / f"bench-node-{self.port}"),
+                                           "--hostname", self.node_worker(), "--loglevel", "INFO"]
             return commands
+
+        def node_worker(self, slot: int | str = "{slot}") -> str:
+            return f"vllm-worker-{self.port}-{slot}@%h"
+
+        def wait_for_worker(self, name: str, timeout: float) -> None:
+            if name != "vllm-worker" or self.node_processes == 1:
+                super().wait_for_worker(name, timeout)
+                return
+            from project.celery import app
+
+            names = [self.node_worker(slot).replace("%h", socket.gethostname()) for slot in range(self.node_processes)]
+            deadline = time.monotonic() + timeout
+            while not all(app.control.ping(destination=[name], timeout=1) for name in names):
+                if self.processes[name].poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the GPU node did not start; see test-artifacts/live")
+                time.sleep(1)
 
         def stop(self) -> None:
             # SIGTERM lets the vllm-worker shut its engine down; the process group (engine core
@@ -269,7 +299,7 @@ def make_stack_class() -> type:
                 process = self.processes.pop(name)
                 kill_group(process, signal.SIGTERM)
                 try:
-                    process.wait(timeout=30)
+                    process.wait(timeout=90)  # a node's supervisor stops its workers, then its core
                 except subprocess.TimeoutExpired:
                     pass
                 kill_group(process, signal.SIGKILL)
@@ -297,7 +327,8 @@ def stack_cpu_spec(stack: Any) -> CpuSpec:
     for name, process in stack.processes.items():
         spec.append((labels[name], process.pid, "self"))
         if name == "vllm-worker":
-            spec.append(("engine core+worker", process.pid, "children"))
+            spec.append(("engine core+worker" if stack.node_processes == 1 else
+                         "engine core+worker processes", process.pid, "children"))
     return spec + service_pids(SERVICES_DIR)
 
 
@@ -398,8 +429,9 @@ def report(raw: dict[int, list[LevelResult]], stack: dict[int, list[LevelResult]
     print()
     print(f"machine: {os.cpu_count()} CPUs ({len(os.sched_getaffinity(0))} usable), "
           f"{psutil.virtual_memory().total / 2**30:.0f} GiB RAM; model {MODEL}; N = {n} tokens per response; "
-          f"{args.rounds} rounds per level, raw and stack alternating; vllm-worker --concurrency "
-          f"{args.worker_concurrency}")
+          f"{args.rounds} rounds per level, raw and stack alternating; "
+          + (f"vllm-worker --concurrency {args.worker_concurrency}" if args.node_processes == 1 else
+             f"a GPU node of {args.node_processes} worker processes on one engine core"))
     print("tokens/s: all generated tokens / (last completion - first submit), the median of the rounds. "
           "stack/raw: the median of the rounds' own ratios (each in brackets), since a round's two runs share "
           "the machine's load of that minute; the ratio of the two medians follows it.")
@@ -444,6 +476,8 @@ def parse_args() -> argparse.Namespace:
     # Several short rounds, raw and stack taking turns: the machine's background load drifts
     # over minutes, and one raw phase followed by one stack phase measured that drift too.
     parser.add_argument("--rounds", type=int, default=5, help="rounds per level and phase")
+    parser.add_argument("--node-processes", type=int, default=1,
+                        help="the stack's vLLM side as a GPU node: this many worker processes on one engine core")
     parser.add_argument("--worker-concurrency", type=int, default=264,
                         help="the vllm-worker's Celery threads (a deployment's default: one for each of its "
                              "256 response slots, and 8)")
@@ -527,7 +561,7 @@ def main() -> float | None:
 
         api_key = create_api_key("bench")[1]
         stack = make_stack_class()(urls["DATABASE_URL"], urls["REDIS_URL"], {MODEL: path},
-                                   args.worker_concurrency, base_env)
+                                   args.worker_concurrency, base_env, args.node_processes)
         started = time.perf_counter()
         for name in ("web", "worker", "beat", "vllm-worker"):
             stack.start(name)

@@ -139,17 +139,28 @@ def owner_pids(response_ids: list[str]) -> set[int]:
 
 
 def test_two_worker_processes_on_one_engine_core_stream_responses_that_end_once(alice, gpu_node, db_access):
+    from django.utils import timezone
+
+    from responses_app.models import Response
+
     node_pids = {worker["pid"] for worker in gpu_node.status()["workers"]}
+    since = timezone.now()
     seen: set[int] = set()
-    ids: list[str] = []
+    streaming = threading.Event()
 
-    def watch(event) -> None:
-        if event.type == "response.created":
-            ids.append(event.response.id)
-        elif event.type == "response.reasoning_text.delta":
-            seen.update(owner_pids(list(ids)))
+    def watch_leases() -> None:  # which processes hold the leases of this test's responses
+        while not streaming.is_set():
+            running = Response.objects.filter(created_at__gt=since).exclude(lease_owner="")
+            seen.update(int(owner.split(":")[1]) for owner in running.values_list("lease_owner", flat=True))
+            streaming.wait(0.01)
 
-    streams = stream_all(alice, RESPONSES, watch)
+    watcher = threading.Thread(target=watch_leases)
+    watcher.start()
+    try:
+        streams = stream_all(alice, RESPONSES)
+    finally:
+        streaming.set()
+        watcher.join()
     assert_each_answered_once(alice, streams)
     assert seen and seen <= node_pids
     status = gpu_node.status()
