@@ -46,7 +46,6 @@ def output_items(response: Response) -> list[dict[str, Any]]:
 # that it is never staler than the stream: an item's text is the concatenation of its
 # deltas, from its ``response.output_item.added`` on.
 ITEM_ADDED = "response.output_item.added"
-ITEM_DONE = "response.output_item.done"
 # The delta events whose text an item's row may not have yet: where each one's text goes.
 CONTENT_DELTAS = frozenset({"response.output_text.delta", "response.reasoning_text.delta"})
 SUMMARY_DELTA = "response.reasoning_summary_text.delta"
@@ -57,37 +56,39 @@ GROWING = CONTENT_DELTAS | {SUMMARY_DELTA} | set(CALL_DELTAS)
 
 def with_open_item_as_streamed(response_id: str, output: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """``output`` (a running response's item rows, by output_index) with its last item's
-    growing text rebuilt from the committed deltas, unless that item is done (its row was
-    then written with its done event)."""
+    growing text rebuilt from the committed deltas where they carry more of it than its row
+    (a row is never ahead of its events, and an item's text only grows; the events may be
+    read after the item was done and another added, which this does not mind)."""
     if not output:
         return output
+    index, item_id = len(output) - 1, output[-1]["id"]
     events = ResponseEvent.objects.filter(response_id=response_id)
-    added = (events.filter(type=ITEM_ADDED).order_by("-sequence_number")
-             .values_list("sequence_number", "data").first())
-    if added is None or json.loads(added[1])["item"]["id"] != output[-1]["id"]:
+    added_events = events.filter(type=ITEM_ADDED).order_by("-sequence_number").values_list("sequence_number", "data")
+    added = next((number for number, data in added_events
+                  if (json.loads(data).get("item") or {}).get("id") == item_id), None)
+    if added is None:
         return output
-    since = (events.filter(sequence_number__gt=added[0], type__in=[*GROWING, ITEM_DONE])
-             .order_by("sequence_number").values_list("type", "data"))
     texts: dict[tuple[str, Any], list[str]] = {}
-    for event_type, data in since:
-        if event_type == ITEM_DONE:
-            return output
+    for event_type, data in (events.filter(sequence_number__gt=added, type__in=GROWING)
+                             .order_by("sequence_number").values_list("type", "data")):
         event = json.loads(data)
+        if event.get("output_index") != index or not isinstance(event.get("delta"), str):
+            continue  # another item's, or not a delta as the builder writes them
         if event_type in CONTENT_DELTAS:
-            place: tuple[str, Any] = ("content", event["content_index"])
+            place: tuple[str, Any] = ("content", event.get("content_index", 0))
         elif event_type == SUMMARY_DELTA:
-            place = ("summary", event["summary_index"])
+            place = ("summary", event.get("summary_index", 0))
         else:
             place = (CALL_DELTAS[event_type], None)
         texts.setdefault(place, []).append(event["delta"])
-    if not texts:
-        return output
     item = copy.deepcopy(output[-1])
-    for (field, index), deltas in texts.items():
-        if index is None:
-            item[field] = "".join(deltas)
-        elif index < len(item[field]):
-            item[field][index]["text"] = "".join(deltas)
+    for (field, part), deltas in texts.items():
+        streamed = "".join(deltas)
+        if part is None:
+            if len(streamed) > len(item.get(field) or ""):
+                item[field] = streamed
+        elif part < len(item[field]) and len(streamed) > len(item[field][part]["text"]):
+            item[field][part]["text"] = streamed
     return [*output[:-1], item]
 
 

@@ -26,8 +26,9 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from responses_app import selectors
 from responses_app.admin import display, live_tail
-from responses_app.models import TERMINAL_EVENT_TYPES, InputItem, OutputItem, Response
+from responses_app.models import TERMINAL_EVENT_TYPES, Response
 from responses_app.services.cancel import delete_response, request_cancel, rerun_response
 from responses_app.stream import event_log
 from responses_app.wire.errors import APIError
@@ -228,8 +229,8 @@ class ResponseAdmin(admin.ModelAdmin):
         return super().render_change_form(request, context, add, change, form_url, obj)
 
     def _reader_context(self, response: Response) -> dict[str, Any]:
-        inputs = InputItem.objects.filter(response=response).order_by("position").values_list("data", flat=True)
-        outputs = OutputItem.objects.filter(response=response).order_by("output_index").values_list("data", flat=True)
+        inputs = selectors.input_items(response)
+        outputs = selectors.output_items(response)  # a running response's open item as streamed so far
         return {
             "reader": display.request_view(response.request),
             "input_views": [display.item_view(item) for item in inputs],

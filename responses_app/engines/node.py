@@ -11,7 +11,7 @@ groups of their own and watches them.
   the node's worker processes with it: their vLLM clients cannot attach to a new core.
   They are killed (their responses are continued after a restart, as a lost worker's), the
   engine core is started again, and then the worker processes.
-- SIGTERM or SIGINT stops the workers first (a warm shutdown: their responses end), then
+- SIGTERM, SIGINT or SIGHUP stops the workers first (a warm shutdown: their responses end), then
   the engine core.
 """
 
@@ -45,11 +45,13 @@ class NodePlan:
     processes: int
     run_dir: Path
     worker_command: list[str]
-    spare_slots: int = -1  # -1: as many as processes (each may be replaced once per engine start)
+    response_slots: int  # the engine's batch, which the node's processes share (worker/admission.py)
+    spare_slots: int | None = None  # None: as many as processes (each may be replaced once per engine start)
 
     @property
     def slots(self) -> int:
-        return self.processes + (self.processes if self.spare_slots < 0 else self.spare_slots)
+        """The engine core's client slots."""
+        return self.processes + (self.processes if self.spare_slots is None else self.spare_slots)
 
     @property
     def addresses_file(self) -> Path:
@@ -83,8 +85,8 @@ class NodeSupervisor:
 
     def run(self) -> None:
         """Run the node until SIGTERM or SIGINT."""
-        signal.signal(signal.SIGTERM, self._stop)
-        signal.signal(signal.SIGINT, self._stop)
+        for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+            signal.signal(signum, self._stop)
         self.plan.run_dir.mkdir(parents=True, exist_ok=True)
         try:
             self._start_node()
@@ -120,8 +122,9 @@ class NodeSupervisor:
     def shutdown(self) -> None:
         for worker in self._workers:
             _signal_group(worker.process, signal.SIGTERM)
+        deadline = time.monotonic() + STOP_GRACE_S  # one grace for all of them
         for worker in self._workers:
-            _wait_or_kill(worker.process, STOP_GRACE_S)
+            _wait_or_kill(worker.process, max(deadline - time.monotonic(), 0))
         self._workers = []
         self._stop_engine()
 
@@ -154,7 +157,8 @@ class NodeSupervisor:
     def _start_worker(self) -> None:
         slot, self._next_slot = self._next_slot, self._next_slot + 1
         env = {**self.env, "NODE_ENGINE_CORE_FILE": str(self.plan.addresses_file), "NODE_ENGINE_SLOT": str(slot),
-               "NODE_ADMISSION_FILE": str(self.plan.admission_file)}
+               "NODE_ADMISSION_FILE": str(self.plan.admission_file),
+               "WORKER_RESPONSE_SLOTS": str(self.plan.response_slots)}
         command = [part.replace("{slot}", str(slot)) for part in self.plan.worker_command]
         self._workers.append(_Worker(slot, subprocess.Popen(command, env=env, start_new_session=True)))
         self._write_status()
@@ -175,8 +179,12 @@ class NodeSupervisor:
             return
         _signal_group(self._engine, signal.SIGTERM)
         _wait_or_kill(self._engine, STOP_GRACE_S)
-        if self._core is not None and self._core.core_alive():  # spawned outside the launcher's group
+        if self._core is not None and self._core.core_alive():
             os.kill(self._core.pid, signal.SIGKILL)
+        # A new core starts only once the old one is gone (and its GPU memory with it).
+        deadline = time.monotonic() + STOP_GRACE_S
+        while self._core is not None and self._core.core_alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
         self._engine, self._core = None, None
 
     def _write_status(self) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -112,6 +113,12 @@ class VllmEngine:
                                       logprobs=logprobs)
                     first = False
         except EngineDeadError as error:
+            if self.shared_core is not None:
+                # A client of the node's engine core cannot attach to the core its supervisor
+                # starts next: this process ends, and its responses are continued as a lost
+                # worker's once the node is back (engines/node.py).
+                log.critical("the node's engine core for %s died; this worker process exits", self.model_id)
+                os._exit(70)
             raise EngineDead(str(error) or "vLLM's engine core died") from error
         finally:
             self._running.discard(request_id)

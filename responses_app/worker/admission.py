@@ -16,7 +16,6 @@ import fcntl
 import os
 import random
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -55,44 +54,62 @@ class NodeSlots:
     """``count`` slots shared by the processes that open ``path``: slot i is byte i of the
     file, held by a POSIX record lock. Record locks belong to the process, not the thread,
     so the process's own holders are tracked here, and the file stays open for the
-    process's lifetime (closing any descriptor of it would drop all its locks)."""
+    process's lifetime (closing any descriptor of it would drop all its locks).
+
+    A slot freed by another process wakes nobody here, so while the node is full one
+    waiting thread of the process looks again every NODE_SLOT_POLL_S; the others sleep until
+    a slot of this process is released or that thread hands the looking over."""
 
     def __init__(self, path: Path, count: int) -> None:
         self.count = count
         self._fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
         self._held: set[int] = set()
-        self._lock = threading.Lock()
+        self._changed = threading.Condition()
+        self._polling = False
 
     def acquire(self) -> int:
         """A free slot of the node, waiting for one."""
-        while True:
-            slot = self.try_acquire()
-            if slot is not None:
+        with self._changed:
+            try:
+                while (slot := self._take()) is None:
+                    if self._polling:
+                        self._changed.wait()
+                        continue
+                    self._polling = True
+                    try:
+                        self._changed.wait(NODE_SLOT_POLL_S)
+                    finally:
+                        self._polling = False
                 return slot
-            time.sleep(NODE_SLOT_POLL_S)
+            finally:
+                self._changed.notify()  # the next waiter looks (and polls, if the node is still full)
 
     def try_acquire(self) -> int | None:
-        with self._lock:
-            # From a random start, so that processes do not all contend for the first bytes.
-            start = random.randrange(self.count)
-            for offset in range(self.count):
-                slot = (start + offset) % self.count
-                if slot in self._held:
-                    continue
-                try:
-                    fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, slot)
-                except OSError:  # held by another process
-                    continue
-                self._held.add(slot)
-                return slot
-            return None
+        with self._changed:
+            return self._take()
 
     def release(self, slot: int) -> None:
-        with self._lock:
+        with self._changed:
             fcntl.lockf(self._fd, fcntl.LOCK_UN, 1, slot)
             self._held.discard(slot)
+            self._changed.notify()
 
     def held(self) -> int:
         """The slots this process holds."""
-        with self._lock:
+        with self._changed:
             return len(self._held)
+
+    def _take(self) -> int | None:
+        # From a random start, so that processes do not all contend for the first bytes.
+        start = random.randrange(self.count)
+        for offset in range(self.count):
+            slot = (start + offset) % self.count
+            if slot in self._held:
+                continue
+            try:
+                fcntl.lockf(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, slot)
+            except OSError:  # held by another process
+                continue
+            self._held.add(slot)
+            return slot
+        return None

@@ -60,8 +60,8 @@ class BatchWriter:
     off_loop: OffLoop
     loop: asyncio.AbstractEventLoop
     last_commit: float = field(default_factory=time.monotonic)
-    # When the lease was last renewed (the claim renewed it): a batch renews it again once
-    # LEASE_RENEW_S have passed, and the lease runs out LEASE_TTL_S after.
+    # When the lease was last renewed (run_response passes the time of its claim): a batch
+    # renews it again once LEASE_RENEW_S have passed, and the lease runs out LEASE_TTL_S after.
     lease_renewed: float = field(default_factory=time.monotonic)
     _renewing: float | None = None  # the time of the unsaved batch that renews the lease
     lent: bool = False  # the response's code runs in a tool thread: only it may drain the builder
@@ -107,8 +107,9 @@ class BatchWriter:
         builder's pending events (none: a lease renewal)."""
         if self._unsaved is None:
             self._unsaved = self.builder.drain()
-            now = time.monotonic()
-            self._renewing = now if now - self.lease_renewed >= settings.LEASE_RENEW_S else None
+        now = time.monotonic()
+        if self._renewing is None and now - self.lease_renewed >= settings.LEASE_RENEW_S:
+            self._renewing = now  # also for a batch handed again (the database was down) that had not
         events, items = self._unsaved
         return Batch(self.response, self.owner, events, items, renew_lease=self._renewing is not None)
 

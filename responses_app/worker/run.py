@@ -35,6 +35,7 @@ def run_response(response_id: str) -> None:
     """Run the response to its end (nothing if it is not claimable)."""
     with response_slot():
         owner = worker_identity()
+        leased_at = time.monotonic()  # no later than the claim's lease (a writer's retries count from it)
         response = claim(response_id, owner)
         if response is None:
             log.info("%s: not claimable (cancelled, finished or taken)", response_id)
@@ -49,17 +50,17 @@ def run_response(response_id: str) -> None:
         if off_loop.shared is not None:
             off_loop.shared.inc_thread_sharing()
         try:
-            engine_host().submit(run_claimed(response, owner, builder, off_loop, resumed)).result()
+            engine_host().submit(run_claimed(response, owner, builder, off_loop, resumed, leased_at)).result()
         finally:
             if off_loop.shared is not None:
                 off_loop.shared.dec_thread_sharing()
 
 
 async def run_claimed(response: Response, owner: str, builder: EventBuilder, off_loop: OffLoop,
-                      resumed: ResumePoint | None = None) -> None:
+                      resumed: ResumePoint | None, leased_at: float) -> None:
     """On the engine loop: generate the claimed response and end it."""
     claimed_at = time.monotonic()
-    writer = BatchWriter(response, owner, builder, off_loop, asyncio.get_running_loop())
+    writer = BatchWriter(response, owner, builder, off_loop, asyncio.get_running_loop(), lease_renewed=leased_at)
     usage = Usage()
     with cancel_watch().watching(response.pk):
         try:

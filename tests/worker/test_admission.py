@@ -37,9 +37,17 @@ def test_the_processes_of_a_node_share_its_slots_and_a_dead_process_gives_its_ow
         assert (got, second_got) == (5, 3)  # the node's 8, whichever process asks
         here = NodeSlots(path, 8)
         assert here.try_acquire() is None
+        # Threads that wait while the node is full: one looks again every NODE_SLOT_POLL_S.
+        got: list[int] = []
+        waiters = [threading.Thread(target=lambda: got.append(here.acquire())) for _ in range(3)]
+        for waiter in waiters:
+            waiter.start()
         first.send_signal(signal.SIGKILL)
         first.wait()
-        taken = [here.try_acquire() for _ in range(6)]
+        for waiter in waiters:
+            waiter.join(timeout=5)
+        assert len(set(got)) == 3
+        taken = got + [here.try_acquire() for _ in range(3)]
         assert None not in taken[:5] and taken[5] is None and len(set(taken[:5])) == 5
         here.release(taken[0])
         assert here.try_acquire() == taken[0]

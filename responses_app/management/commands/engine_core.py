@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 import sys
 from pathlib import Path
 
@@ -25,4 +26,6 @@ class Command(BaseCommand):
         entry = settings.MODEL_REGISTRY.get(model)
         if entry is None or entry["engine"] != "vllm":
             raise CommandError(f"{model!r} is not a vLLM model of MODEL_REGISTRY")
+        # SIGTERM (the supervisor's stop) unwinds serve_engine_core, which shuts down what it launched.
+        signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
         sys.exit(serve_engine_core(model, entry, slots, run_dir, addresses_file))

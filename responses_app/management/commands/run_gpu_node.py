@@ -4,6 +4,7 @@ clients of it (responses_app/engines/node.py)."""
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from pathlib import Path
 
@@ -41,5 +42,7 @@ class Command(BaseCommand):
                           "--hostname", hostname or f"node-{model}-{{slot}}@%h",
                           "--loglevel", loglevel, "--without-gossip", "--without-mingle"]
         plan = NodePlan(model=model, processes=processes or entry.get("worker_processes", 1),
-                        run_dir=run_dir or settings.RUN_DIR / f"node-{model}", worker_command=worker_command)
+                        run_dir=run_dir or settings.RUN_DIR / f"node-{model}", worker_command=worker_command,
+                        response_slots=int(os.environ.get("WORKER_RESPONSE_SLOTS") or entry.get(
+                            "engine_args", {}).get("max_num_seqs", settings.ENGINE_BATCH_DEFAULT)))
         NodeSupervisor(plan).run()
