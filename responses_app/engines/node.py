@@ -30,6 +30,7 @@ from pathlib import Path
 from django.conf import settings
 
 from responses_app.engines.shared_core import CoreAddresses
+from responses_app.lib.files import write_atomically
 
 log = logging.getLogger(__name__)
 WATCH_INTERVAL_S = 0.5
@@ -84,7 +85,7 @@ class NodeSupervisor:
     _stopping: bool = False
 
     def run(self) -> None:
-        """Run the node until SIGTERM or SIGINT."""
+        """Run the node until SIGTERM, SIGINT or SIGHUP."""
         for signum in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
             signal.signal(signum, self._stop)
         self.plan.run_dir.mkdir(parents=True, exist_ok=True)
@@ -100,9 +101,7 @@ class NodeSupervisor:
         """One look at the node's processes, and what follows from what died."""
         if not self._engine_alive():
             log.error("engine core of %s died; restarting it and the node's worker processes", self.plan.model)
-            self._kill_workers()
-            self._stop_engine()
-            self._start_node()
+            self._restart_node()
             return
         for worker in list(self._workers):
             if worker.process.poll() is None:
@@ -114,9 +113,7 @@ class NodeSupervisor:
                 self._start_worker()
             else:
                 log.error("no client slot of the engine core is left; restarting the node")
-                self._kill_workers()
-                self._stop_engine()
-                self._start_node()
+                self._restart_node()
                 return
 
     def shutdown(self) -> None:
@@ -132,6 +129,12 @@ class NodeSupervisor:
 
     def _stop(self, signum: int, frame: object) -> None:
         self._stopping = True
+
+    def _restart_node(self) -> None:
+        """The workers killed (their clients cannot outlive the core), the core stopped, both started again."""
+        self._kill_workers()
+        self._stop_engine()
+        self._start_node()
 
     def _start_node(self) -> None:
         self._start_engine()
@@ -192,9 +195,7 @@ class NodeSupervisor:
         status = {"model": self.plan.model, "engine_starts": self.engine_starts,
                   "engine_core_pid": self._core.pid if self._core else None,
                   "workers": [{"slot": worker.slot, "pid": worker.process.pid} for worker in self._workers]}
-        temporary = self.plan.status_file.with_suffix(".tmp")
-        temporary.write_text(json.dumps(status))
-        temporary.replace(self.plan.status_file)
+        write_atomically(self.plan.status_file, json.dumps(status).encode())
 
 
 def _signal_group(process: subprocess.Popen, signum: int) -> None:

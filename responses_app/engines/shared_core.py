@@ -22,6 +22,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from responses_app.lib.files import write_atomically
+
 log = logging.getLogger(__name__)
 
 
@@ -43,9 +45,7 @@ class CoreAddresses:
         return {"input_address": self.inputs[index], "output_address": self.outputs[index]}
 
     def save(self, path: Path) -> None:
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps(asdict(self)))
-        temporary.replace(path)  # a reader never sees half a file
+        write_atomically(path, json.dumps(asdict(self)).encode())
 
     @classmethod
     def load(cls, path: Path) -> CoreAddresses:

@@ -13,6 +13,8 @@ import hashlib
 import os
 from pathlib import Path
 
+from responses_app.lib.files import write_atomically
+
 VOCAB_FILE = "o200k_base.tiktoken"
 VOCAB_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 
@@ -40,9 +42,7 @@ def write_vocabulary(folder: Path) -> Path:
         if token.decode("utf-8", "replace") in specials:
             continue
         lines.append(base64.b64encode(token) + b" " + str(rank).encode() + b"\n")
-    tmp = path.with_suffix(".tmp")
-    tmp.write_bytes(b"".join(lines))
-    tmp.replace(path)
+    write_atomically(path, b"".join(lines))
     verify_vocabulary(folder)
     return path
 
