@@ -38,7 +38,7 @@ from openai_harmony import HarmonyEncoding, Message, Role, StreamableParser
 
 from responses_app.engines.base import SUMMARY_REQUEST, EngineChunk, EngineDead, SamplingParams
 from responses_app.harmony import file_search
-from responses_app.harmony.encoding import get_encoding, special_token_id
+from responses_app.harmony.encoding import get_encoding, markup_tokens, special_token_id
 from responses_app.harmony.prompt import (
     BROWSER_NAMESPACE,
     FUNCTION_CALL_CONTENT_TYPE,
@@ -117,16 +117,17 @@ class EchoEngine:
         """The whole output this prompt gets, before max_tokens and stop tokens."""
         encoding = get_encoding()
         prompt, prefill = split_prefill(encoding, prompt_token_ids)
-        view = read_prompt(encoding, prompt)
-        if view.user_text == SUMMARY_REQUEST:
-            tokens = echo_final(encoding, digest(view.earlier))
-        elif view.user_text.startswith(REASONING_SUMMARY_REQUEST):
-            tokens = echo_final(encoding, first_sentence(view.user_text.split("\n\n", 1)[-1]))
-        elif view.user_text.lstrip().startswith(SCRIPT_PREFIX):
-            script = view.user_text.lstrip().replace(TOOL_OUTPUT_PLACEHOLDER, view.last_tool_output)
+        user_text = last_user_text(encoding, prompt)
+        if user_text == SUMMARY_REQUEST:
+            tokens = echo_final(encoding, digest(read_prompt(encoding, prompt).earlier))
+        elif user_text.startswith(REASONING_SUMMARY_REQUEST):
+            tokens = echo_final(encoding, first_sentence(user_text.split("\n\n", 1)[-1]))
+        elif user_text.lstrip().startswith(SCRIPT_PREFIX):
+            view = read_prompt(encoding, prompt)
+            script = user_text.lstrip().replace(TOOL_OUTPUT_PLACEHOLDER, view.last_tool_output)
             tokens = script_segment(encoding, script, view.calls_after_user)
         else:
-            tokens = forced_call(encoding, prefill, prompt, view.user_text) or echo_answer(encoding, view.user_text)
+            tokens = forced_call(encoding, prefill, prompt, user_text) or echo_answer(encoding, user_text)
         # A continued output (a lost worker's response, worker/generation) has the assistant's
         # messages so far after the last turn's start: the answer goes on after all of them.
         for prefix in (assistant_run(encoding, prompt_token_ids), prefill):
@@ -204,6 +205,25 @@ def read_prompt(encoding: HarmonyEncoding, prompt_token_ids: list[int]) -> Promp
                       last_tool_output=outputs[-1] if outputs else "", earlier=earlier)
 
 
+def last_user_text(encoding: HarmonyEncoding, prompt_token_ids: list[int]) -> str:
+    """The text of the last user message (read_prompt's ``user_text``), found from the end
+    of the prompt: harmony's parser takes about 8 µs a token, most of an echo's CPU for a
+    short answer. User text holds no special tokens (harmony encodes it as text)."""
+    start, message, end = special_token_id("<|start|>"), special_token_id("<|message|>"), special_token_id("<|end|>")
+    for index in range(len(prompt_token_ids) - 2, -1, -1):
+        if prompt_token_ids[index] == start and encoding.decode(prompt_token_ids[index + 1 : index + 2]) == "user":
+            try:
+                body = prompt_token_ids.index(message, index) + 1
+            except ValueError:
+                return ""
+            try:
+                stop = prompt_token_ids.index(end, body)
+            except ValueError:
+                stop = len(prompt_token_ids)
+            return encoding.decode(prompt_token_ids[body:stop])
+    return ""
+
+
 def split_prefill(encoding: HarmonyEncoding, prompt_token_ids: list[int]) -> tuple[list[int], list[int]]:
     """The prompt up to its last ``<|start|>assistant``, and what a forced tool_choice
     prefilled after it (the start of the assistant's message)."""
@@ -270,19 +290,16 @@ def _text(message: Message) -> str:
 def echo_answer(encoding: HarmonyEncoding, user_text: str) -> list[int]:
     """A short analysis and a final answer quoting the user."""
 
-    def markup(text: str) -> list[int]:
-        return encoding.encode(text, allowed_special="all")
-
     def plain(text: str) -> list[int]:
         # User text that looks like special tokens stays text.
         return encoding.encode(text, disallowed_special=())
 
     return [
-        *markup("<|channel|>analysis<|message|>"),
+        *markup_tokens("<|channel|>analysis<|message|>"),
         *plain(f'The user wrote: "{user_text}". I will echo it back.'),
-        *markup("<|end|><|start|>assistant<|channel|>final<|message|>"),
+        *markup_tokens("<|end|><|start|>assistant<|channel|>final<|message|>"),
         *plain(f"You said: {user_text}"),
-        *markup("<|return|>"),
+        *markup_tokens("<|return|>"),
     ]
 
 
@@ -307,7 +324,7 @@ def forced_call(encoding: HarmonyEncoding, prefill: list[int], prompt: list[int]
     arguments = _call_arguments(recipient, FUNCTION_CALL_CONTENT_TYPE in header, user_text)
     return [*encoding.encode(f"{header}{MESSAGE_START}", allowed_special="all"),
             *encoding.encode(arguments, disallowed_special=()),
-            *encoding.encode("<|call|>", allowed_special="all")]
+            *markup_tokens("<|call|>")]
 
 
 def declared_tools(prompt_text: str) -> list[str]:
@@ -377,7 +394,7 @@ def script_segment(encoding: HarmonyEncoding, script: str, done: int) -> list[in
 
 def echo_final(encoding: HarmonyEncoding, text: str) -> list[int]:
     return [
-        *encoding.encode("<|channel|>final<|message|>", allowed_special="all"),
+        *markup_tokens("<|channel|>final<|message|>"),
         *encoding.encode(text, disallowed_special=()),
-        *encoding.encode("<|return|>", allowed_special="all"),
+        *markup_tokens("<|return|>"),
     ]

@@ -33,7 +33,7 @@ from responses_app.harmony.client_tools import (
     call_arguments,
     output_text,
 )
-from responses_app.harmony.encoding import get_encoding
+from responses_app.harmony.encoding import get_encoding, markup_tokens
 from responses_app.harmony.tool_search import is_deferred
 from responses_app.wire.tool_types import WEB_SEARCH_TYPES
 
@@ -537,8 +537,8 @@ def tool_result_tokens(author: str, text: str, channel: str, loaded: tuple[dict,
     to the prompt after the model's call."""
     encoding = get_encoding()
     messages = [tool_output_message(author, text, channel), *loaded_tools_messages(list(loaded))]
-    return [token for message in messages for token in encoding.render(message)] + encoding.encode(
-        "<|start|>assistant", allowed_special="all")
+    return [token for message in messages for token in encoding.render(message)] + list(
+        markup_tokens("<|start|>assistant"))
 
 
 def reopened_item_prefix(item: dict) -> list[int]:
