@@ -1,9 +1,9 @@
 # make run    set up what is missing, migrate, bootstrap the demo key, serve on :8000 (make run PORT=8001)
-# make test   set up, start throwaway PostgreSQL + Redis, ruff, pytest (PostgreSQL), pytest -m core (SQLite)
+# make test   set up, start throwaway PostgreSQL + Redis, ruff, mypy, pytest (PostgreSQL), pytest -m core (SQLite)
 # make test-fast  the tests that need no live stack, in parallel (pytest-xdist), on PostgreSQL
 # make setup  system packages, .venv, the project (editable, with dev extras, the versions of requirements.lock), harmony vocabulary
 # make lock   requirements.lock anew from the newest versions pyproject.toml allows
-# make lint   ruff check .
+# make lint   ruff check . and mypy
 # make docs   the documentation site (docs/, mkdocs.yml) into .run/site, --strict; make docs-serve on :8001
 # make screenshots  the console's pictures in docs/images/, taken anew by its browser tests
 # make clean  caches, test services and their data (keeps .venv, the demo database and key)
@@ -186,6 +186,8 @@ test: setup
 	}
 	echo "== ruff check ."
 	ruff check . 9>&- || failed="$$failed ruff"
+	echo "== mypy (pyproject.toml: strict for the worker, the services and request parsing)"
+	mypy 9>&- || failed="$$failed mypy"
 	echo "== mkdocs build --strict"
 	(python scripts/api_reference.py && python scripts/settings_reference.py && NO_MKDOCS_2_WARNING=1 mkdocs build --strict --quiet) 9>&- || failed="$$failed docs"
 	echo "== the examples of README.md and docs/"
@@ -214,6 +216,7 @@ test-fast: setup
 	bash scripts/test-services.sh start
 	eval "$$(bash scripts/test-services.sh env)"
 	ruff check .
+	mypy
 	pytest -m "not live" -n auto -p no:cacheprovider
 
 # The console's pictures of docs/operating.md (docs/images/admin-*.png), written by the browser
@@ -229,6 +232,7 @@ screenshots: setup browser
 
 lint: setup
 	ruff check .
+	mypy
 
 # The documentation site: a broken link or a page left out of the nav fails the build.
 docs: setup

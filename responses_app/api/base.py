@@ -46,7 +46,7 @@ class ApiView(APIView):
     # In a burst, each hop is a place in the pool's queue, and a create waits for both.
     checks_in_handler = False
 
-    async def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:  # type: ignore[override]
+    async def dispatch(self, request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponseBase:
         """DRF's dispatch, with ``initial`` in a database thread and the handler awaited."""
         self.args, self.kwargs = args, kwargs
         drf_request = self.initialize_request(request, *args, **kwargs)
@@ -60,6 +60,7 @@ class ApiView(APIView):
                 await db(self.initial)(drf_request, *args, **kwargs)
             if unsupported:
                 raise MethodNotAllowed(drf_request.method, drf_request.path)
+            assert handler is not None  # else unsupported
             response = await handler(drf_request, *args, **kwargs)
         except Exception as exc:
             response = self.handle_exception(exc)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from typing import Any, cast
 
 from daphne import http_protocol, server
 from django.db import close_old_connections
@@ -142,7 +142,8 @@ class EdgeWebRequest(http_protocol.WebRequest):
         self.channel.dataReceived = lambda data: None
         transport.resumeProducing()  # paused while a key was looked up: the rest is read and dropped
         transport.loseWriteConnection()
-        reactor.callLater(LINGER_S, transport.abortConnection)
+        # Any: Twisted types the reactor by zope interfaces, whose methods mypy reads with a self.
+        cast(Any, reactor).callLater(LINGER_S, transport.abortConnection)
 
 
 def _key_refusal(authorization: str) -> APIError | None:
@@ -167,7 +168,8 @@ class EdgeHTTPFactory(http_protocol.HTTPFactory):
 
 
 def _unparseable(channel: http.HTTPChannel) -> None:
-    channel.transport.write(raw_answer(InvalidRequest("The request could not be parsed as HTTP/1.1.",
+    transport: Any = channel.transport  # connected (it read the request), and a zope interface: see _refuse
+    transport.write(raw_answer(InvalidRequest("The request could not be parsed as HTTP/1.1.",
                                                       code="invalid_http")))
     channel.loseConnection()
 

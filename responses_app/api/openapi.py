@@ -71,6 +71,7 @@ from openai.types.webhooks.webhook_rotate_secret_params import WebhookRotateSecr
 from openai.types.webhooks.webhook_test_params import WebhookTestParams
 from openai.types.webhooks.webhook_update_params import WebhookUpdateParams
 from pydantic import TypeAdapter
+from pydantic.json_schema import JsonSchemaMode
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.views import APIView
@@ -87,7 +88,7 @@ def ref(name: str) -> dict[str, str]:
 
 
 # (name in components, SDK type, pydantic mode: what a client sends is "validation").
-SDK_TYPES = (
+SDK_TYPES: tuple[tuple[str, Any, JsonSchemaMode], ...] = (
     ("Response", Response, "serialization"),
     ("ResponseItemList", ResponseItemList, "serialization"),
     ("ResponseStreamEvent", ResponseStreamEvent, "serialization"),

@@ -51,6 +51,7 @@ def write_results(batch: Batch) -> Written:
         for request, response, items in _ended_requests(batch):
             line = _line(request, response, items, cut_short)
             if line["response"] is not None and line["response"]["status_code"] == 200:
+                assert response is not None  # a 200 is a completed request's (a failed one's is an APIError's)
                 usage.add(response.usage)
                 target = output
             else:

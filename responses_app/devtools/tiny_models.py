@@ -29,7 +29,7 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from responses_app.engines.base import SUMMARY_REQUEST
 from responses_app.harmony.encoding import get_encoding, vocabulary_dir
@@ -38,13 +38,14 @@ from responses_app.harmony.vocab import VOCAB_FILE, VOCAB_SHA256, verify_vocabul
 
 if TYPE_CHECKING:
     from transformers import GptOssForCausalLM, PreTrainedTokenizerFast
+    from vllm.config.model import ModelDType
 
 # Bump whenever the build changes in a way the fingerprint cannot see (training recipe, files written).
 BUILD_VERSION = 2
 KINDS = ("random", "trained")
 SEED = 0
 # The dtype the weights are saved in; vLLM must load them with dtype="float32" (see module docstring).
-SAVED_DTYPE = "float32"
+SAVED_DTYPE: Final = "float32"
 
 RETURN_ID, CALL_ID = 200002, 200012  # <|return|>, <|call|>: the assistant's stop tokens
 BOS_ID, PAD_ID = 199998, 199999  # <|startoftext|>, <|endoftext|>
@@ -477,7 +478,9 @@ def greedy_completion(model: GptOssForCausalLM, prompt: list[int], max_new_token
 
     model.eval()
     with torch.no_grad():
-        output = model.generate(
+        # transformers types generate's self as a protocol (for ty) that its own models miss
+        # under mypy (device and dtype read-only, hf_device_map).
+        output = model.generate(  # type: ignore[misc]
             torch.tensor([prompt]),
             attention_mask=torch.ones(1, len(prompt), dtype=torch.long),
             max_new_tokens=max_new_tokens,
@@ -563,7 +566,8 @@ def _file_lock(path: Path) -> Iterator[None]:
 # --- vLLM check ---------------------------------------------------------------------------------
 
 
-def vllm_greedy_mismatches(folder: Path, dates: list[str] | None = None, dtype: str = SAVED_DTYPE) -> list[str]:
+def vllm_greedy_mismatches(folder: Path, dates: list[str] | None = None,
+                           dtype: ModelDType = SAVED_DTYPE) -> list[str]:
     """Greedy decoding of every transcript prompt through vLLM's AsyncLLM, all submitted at once.
 
     vLLM starts its engine core with multiprocessing "spawn": call this only from a script
@@ -574,7 +578,7 @@ def vllm_greedy_mismatches(folder: Path, dates: list[str] | None = None, dtype: 
     return asyncio.run(_vllm_greedy_mismatches(folder, dates or verification_dates(), dtype))
 
 
-async def _vllm_greedy_mismatches(folder: Path, dates: list[str], dtype: str) -> list[str]:
+async def _vllm_greedy_mismatches(folder: Path, dates: list[str], dtype: ModelDType) -> list[str]:
     import asyncio
 
     from vllm.engine.arg_utils import AsyncEngineArgs

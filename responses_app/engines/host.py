@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import AsyncIterator, Coroutine
+from collections.abc import AsyncGenerator, Coroutine
 from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
@@ -73,7 +73,7 @@ class EngineHost:
 
     async def stream(
         self, model: str, prompt_token_ids: list[int], params: SamplingParams, request_id: str, poll_s: float = 0.25
-    ) -> AsyncIterator[EngineChunk | None]:
+    ) -> AsyncGenerator[EngineChunk | None, None]:
         """On the engine loop: the request's chunks as the engine produces them (all that
         came since the consumer last asked, as one chunk), and None every ``poll_s``
         without output (also while the engine starts), so that the consumer can renew
@@ -156,8 +156,12 @@ class EngineHost:
         # Released in the background: vLLM's shutdown waits for its processes, and the task
         # thread that found the death must go on renewing its lease and failing its response.
         cleanup = asyncio.run_coroutine_threadsafe(engine.shutdown(), self._loop)
-        cleanup.add_done_callback(lambda done: done.exception() and log.error(
-            "shutting down the dead engine for %s failed: %s", model, done.exception()))
+
+        def report(done: Future[None]) -> None:
+            if done.exception():
+                log.error("shutting down the dead engine for %s failed: %s", model, done.exception())
+
+        cleanup.add_done_callback(report)
 
 
 _END = object()
@@ -181,7 +185,12 @@ class _Chunks:
             return True
         loop = asyncio.get_running_loop()
         waiter = self._waiter = loop.create_future()
-        timer = loop.call_later(timeout, lambda: waiter.done() or waiter.set_result(None))
+
+        def wake() -> None:
+            if not waiter.done():
+                waiter.set_result(None)
+
+        timer = loop.call_later(timeout, wake)
         try:
             await waiter
         finally:

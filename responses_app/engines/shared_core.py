@@ -79,7 +79,7 @@ def serve_engine_core(model: str, entry: dict[str, Any], slots: int, run_dir: Pa
     """Launch the model's engine core with ``slots`` client slots (IPC sockets in
     ``run_dir``), write its addresses to ``addresses_file`` once it is up, and return when
     its process has ended (its exit code), shutting down what it launched."""
-    from vllm.v1.engine.utils import EngineZmqAddresses, launch_core_engines
+    from vllm.v1.engine.utils import CoreEngineProcManager, EngineZmqAddresses, launch_core_engines
     from vllm.v1.executor import Executor
 
     from responses_app.engines.vllm_config import cpu_layout
@@ -92,7 +92,9 @@ def serve_engine_core(model: str, entry: dict[str, Any], slots: int, run_dir: Pa
         config = engine_config(entry, slots, rank=-1)
         with launch_core_engines(config, Executor.get_class(config), True, addresses) as launch:
             manager = launch.engine_manager
+    assert isinstance(manager, CoreEngineProcManager)  # one local engine core: no Ray, no remote engines
     [process] = manager.processes
+    assert process.pid is not None  # started
     CoreAddresses(model, addresses.inputs, addresses.outputs, process.pid).save(addresses_file)
     log.info("engine core for %s is up in %.1f s (pid %d, %d client slots)", model, time.monotonic() - started,
              process.pid, slots)

@@ -15,10 +15,13 @@ from collections import deque
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from responses_app.engines.base import EngineChunk, EngineDead, SamplingParams
 from responses_app.engines.vllm_config import cpu_layout, engine_arguments
+
+if TYPE_CHECKING:
+    from vllm.v1.metrics.loggers import StatLoggerBase, StatLoggerFactory
 
 log = logging.getLogger(__name__)
 ABORTED_HISTORY = 1000
@@ -76,7 +79,7 @@ class VllmEngine:
         from vllm.engine.arg_utils import AsyncEngineArgs
         from vllm.v1.engine.async_llm import AsyncLLM
 
-        stat_loggers = [self._stat_logger()]
+        stat_loggers: list[StatLoggerFactory] = [self._stat_logger()]
         if self.shared_core is not None:
             from responses_app.engines.shared_core import CoreAddresses, engine_config
 
@@ -192,7 +195,7 @@ class VllmEngine:
             options["structured_outputs"] = StructuredOutputsParams(structural_tag=params.extra["structural_tag"])
         return VllmSamplingParams(**options)
 
-    def _stat_logger(self) -> type:
+    def _stat_logger(self) -> type[StatLoggerBase]:
         """A StatLoggerBase bound to this engine: vLLM calls record() once per engine step,
         on the loop that runs the engine, with its scheduler's counts."""
         from vllm.v1.metrics.loggers import StatLoggerBase

@@ -133,10 +133,11 @@ def _expires_in(expires_after: dict[str, Any] | None, purpose: str) -> int | Non
     if expires_after.get("anchor") != "created_at":
         raise InvalidRequest(f"Invalid value for 'expires_after.anchor': {expires_after.get('anchor')!r}; the "
                              "supported anchor is 'created_at'.", param="expires_after.anchor", code="invalid_value")
+    value: Any = expires_after.get("seconds")  # int() refuses None as any other non-number
     try:
-        seconds = int(expires_after.get("seconds"))
+        seconds = int(value)
     except (TypeError, ValueError):
-        raise invalid_type("expires_after.seconds", "an integer", expires_after.get("seconds")) from None
+        raise invalid_type("expires_after.seconds", "an integer", value) from None
     if not MIN_EXPIRY_S <= seconds <= MAX_EXPIRY_S:
         raise InvalidRequest(f"'expires_after.seconds' must be between {MIN_EXPIRY_S} and {MAX_EXPIRY_S}.",
                              param="expires_after.seconds", code="invalid_value")

@@ -208,7 +208,7 @@ def function_name(tool: dict) -> str | None:
     return tool["type"] if tool.get("type") in (*CLIENT_TOOLS, SEARCH_TOOL) else tool.get("name")
 
 
-def _allowed_function_names(tool_choice: dict) -> set[str] | None:
+def _allowed_function_names(tool_choice: dict) -> set[str | None] | None:
     choice_type = tool_choice.get("type")
     if choice_type in ("function", "custom"):
         return {tool_choice.get("name")}
@@ -633,7 +633,8 @@ def _forced_header(tool_choice: str | dict, tools: list[dict]) -> str | None:
     if isinstance(tool_choice, dict) and tool_choice.get("type") == "allowed_tools":
         if tool_choice["mode"] != "required":
             return None
-        tool_choice, tools = "required", tool_choice["tools"]
+        tools = tool_choice["tools"]
+        tool_choice = "required"
     if tool_choice == "required":
         if len(tools) != 1:
             return "<|channel|>commentary to="

@@ -12,7 +12,7 @@ delivered twice is a no-op, the database deciding what runs (worker/delivery.py)
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, cast
 
 from kombu.transport import redis
 
@@ -24,10 +24,11 @@ class QoS(redis.QoS):
         try:
             super().restore_unacked(client)
         except (AttributeError, *self.channel.connection.connection_errors) as error:
+            delivered = cast(dict[Any, Any], self._delivered)  # kombu's class default is None; __init__ sets it
             log.warning("%d unacknowledged message(s) not restored, the broker connection being gone (%s: %s); "
-                        "Redis restores them after the visibility timeout", len(self._delivered),
+                        "Redis restores them after the visibility timeout", len(delivered),
                         type(error).__name__, error)
-            self._delivered.clear()
+            delivered.clear()
 
 
 class Channel(redis.Channel):

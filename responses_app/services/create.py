@@ -52,7 +52,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     previous = _previous_response(tenant, request.previous_response_id, request)
     # Steering input that waited for this explicit continuation goes first, in submission order.
     same_session = previous is not None and request.socket_session and request.socket_session == previous.socket_session
-    steers = steering.pending_input(previous) if same_session else []
+    steers = steering.pending_input(previous) if same_session and previous is not None else []
     prompt_items: list[dict[str, Any]] = []
     if params.get("prompt"):
         instructions, prompt_items = prompt_input(tenant, params["prompt"], params.get("instructions"))
@@ -74,7 +74,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
         ahead = lanes.lane_waits(tenant.pk, request.socket_session, request.stream_id) if on_lane else None
         waits = deferred or ahead is not None or not request.generate
         now = timezone.now()
-        response = Response.objects.create(
+        response: Response = Response.objects.create(
             tenant=tenant,
             model=request.model,
             background=request.background,
@@ -162,11 +162,11 @@ def _previous_response(tenant: Tenant, previous_response_id: str | None,
         return None
     candidates = Response.objects.filter(tenant=tenant, pk=previous_response_id)
     held = request is not None and request.socket_held_response == previous_response_id
-    if held:
+    if held and request is not None:
         candidates = candidates.filter(Q(store=True) | Q(socket_session=request.socket_session))
     else:
         candidates = candidates.filter(store=True)
-    previous = unexpired(candidates, tenant).first()
+    previous: Response | None = unexpired(candidates, tenant).first()
     if previous is None:
         raise NotFound(f"Previous response with id '{previous_response_id}' not found.",
                        param="previous_response_id", code="previous_response_not_found")
@@ -184,9 +184,10 @@ def resolve_input(tenant: Tenant, input_items: list[dict[str, Any]]) -> list[dic
     resolved = []
     for index, item in enumerate(input_items):
         if item["type"] == "item_reference":
-            item = referenced_item(tenant, item["id"])
-            if item is None:
+            referenced = referenced_item(tenant, item["id"])
+            if referenced is None:
                 raise NotFound(f"Item with id '{input_items[index]['id']}' not found.", param=f"input[{index}].id")
+            item = referenced
         elif item["type"] == "reasoning" and item.get("encrypted_content"):
             try:
                 item = {**item, "content": reasoning_content(tenant.pk, item["encrypted_content"])}

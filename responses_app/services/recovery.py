@@ -96,5 +96,5 @@ def purge_unstored_responses() -> int:
             if sockets.is_live(tenant_id, session)]
     for keep in live:
         ended = ended.exclude(keep)
-    deleted, _ = ended.delete()
+    deleted: int = ended.delete()[0]
     return deleted

@@ -109,10 +109,10 @@ def _fail_unserved(models: list[str], queue: str, now: datetime) -> int:
         return 0
     failed = 0
     for response_id, model in stranded:
-        error = {
+        failure = {
             "code": "server_error",
             "message": f"No worker serves model '{model}' (queue '{queue}'): the response was not started "
                        f"within {settings.RESPONSE_UNCLAIMED_FAIL_AFTER_S:g} s.",
         }
-        failed += end_response(response_id, ResponseStatus.FAILED, error=error, only_if_status=ResponseStatus.QUEUED)
+        failed += end_response(response_id, ResponseStatus.FAILED, error=failure, only_if_status=ResponseStatus.QUEUED)
     return failed

@@ -250,6 +250,7 @@ class EventBuilder:
             raise ValueError(f"no output item for harmony message kind {started.kind!r}")
         self.close_open_item()
         item_id = new_id(ITEM_ID_PREFIX[started.kind])
+        item: dict[str, Any]
         if started.kind == "reasoning":
             item = {"id": item_id, "type": "reasoning", "summary": [], "content": [], "status": "in_progress"}
         elif started.kind == "message":
@@ -361,6 +362,8 @@ class EventBuilder:
 
     def summary_delta(self, text: str) -> None:
         item, index = self.open_item, self._open_index
+        if item is None or index is None:
+            raise ValueError("no reasoning item waits for its summary")
         common = {"item_id": item["id"], "output_index": index, "summary_index": 0}
         if not item["summary"]:
             item["summary"].append({"type": "summary_text", "text": ""})
@@ -375,6 +378,8 @@ class EventBuilder:
     def finish_summary(self, status: str = "completed") -> None:
         """The summary is written (or cut off): its done events, then the item's."""
         item, index = self.open_item, self._open_index
+        if item is None or index is None:
+            raise ValueError("no reasoning item waits for its summary")
         self._summarizing = False
         if item["summary"]:
             common = {"item_id": item["id"], "output_index": index, "summary_index": 0}

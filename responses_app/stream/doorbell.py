@@ -241,6 +241,7 @@ class _Hub:
         # redis-py reconnects a broken connection once, even with no retries, and would
         # subscribe its channels again behind the hub's back: a lost connection is the
         # hub's to replace (_lost), and its listeners read the database meanwhile.
+        assert pubsub.connection is not None  # connect() made it
         pubsub.connection.deregister_connect_callback(pubsub.on_connect)
         self._client, self._pubsub, self._channels = client, pubsub, set()
         self._reader = _background(self._read(pubsub))

@@ -161,6 +161,7 @@ async def _frames_after(response_id: str, cursor: int) -> event_log.Frames:
         read.frames.add_done_callback(functools.partial(_forget, key))
         # One reader going away must not cancel the read that others wait for.
         return await asyncio.shield(read.frames)
+    assert read.frames is not None  # set as the read was stored, before any await
     frames = await asyncio.shield(read.frames)
     if read.started >= asked:
         return frames

@@ -13,6 +13,7 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
+from typing import cast
 
 from django.conf import settings
 from django.db import transaction
@@ -49,9 +50,10 @@ def create_api_key(
     tenant_name: str,
     name: str = "",
     *,
-    scope: str = ApiKeyScope.READ_WRITE,
+    # A TextChoices member is a str; mypy, without Django's stubs, sees its (value, label).
+    scope: str = cast(str, ApiKeyScope.READ_WRITE),
     expires_at: datetime | None = None,
-    event_names: str = EventNames.OPENAI,
+    event_names: str = cast(str, EventNames.OPENAI),
 ) -> tuple[ApiKey, str]:
     """Create a key (and its tenant if needed). Returns the row and the plaintext key,
     which exists only here."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from typing import cast
 
 import redis
 from django.conf import settings
@@ -53,7 +54,7 @@ class KeyCache:
     def _epoch_unchanged(self) -> bool:
         """Whether the cache may serve: Redis answered, and the cache is emptied if the epoch moved."""
         try:
-            epoch = shared_client().get(EPOCH_KEY)
+            epoch = cast(bytes | None, shared_client().get(EPOCH_KEY))  # the shared client does not decode
         except redis.RedisError:
             self.clear()
             return False

@@ -11,7 +11,7 @@ The "Request fields" table of docs/api.md says what each field does here.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from openai.types.responses.response_create_params import ResponseCreateParamsBase
@@ -268,7 +268,7 @@ def _background_options(value: Any, background: bool, stream: bool) -> tuple[str
 # --- scalars (their JSON types are checked already) -----------------------------------------
 
 
-def _optional_str(body: dict, name: str, max_length: int) -> str | None:
+def _optional_str(body: dict[str, Any], name: str, max_length: int) -> str | None:
     value = body.get(name)
     if value is not None and len(value) > max_length:
         raise InvalidRequest(f"'{name}' is longer than {max_length} characters.", param=name,
@@ -276,7 +276,7 @@ def _optional_str(body: dict, name: str, max_length: int) -> str | None:
     return value
 
 
-def _optional_int(body: dict, name: str, minimum: int, maximum: int = MAX_INTEGER) -> int | None:
+def _optional_int(body: dict[str, Any], name: str, minimum: int, maximum: int = MAX_INTEGER) -> int | None:
     value = body.get(name)
     if value is None:
         return None
@@ -286,10 +286,10 @@ def _optional_int(body: dict, name: str, minimum: int, maximum: int = MAX_INTEGE
     if value > maximum:
         raise InvalidRequest(f"'{name}' must be at most {maximum}, got {value}.", param=name,
                              code="integer_above_max_value")
-    return value
+    return cast(int, value)  # its type was checked against the SDK's (validation/sdk_types.py)
 
 
-def _optional_number(body: dict, name: str, low: float, high: float) -> float | None:
+def _optional_number(body: dict[str, Any], name: str, low: float, high: float) -> float | None:
     value = body.get(name)
     if value is None:
         return None
@@ -516,7 +516,7 @@ def _input_item(item: Any, param: str) -> dict[str, Any]:
                          code="invalid_value")
 
 
-def _client_tool_item(item: dict, param: str) -> dict[str, Any]:
+def _client_tool_item(item: dict[str, Any], param: str) -> dict[str, Any]:
     """A shell, local_shell or apply_patch call or its output, as the SDK types it (its
     structure is checked already). A local_shell_call_output names its call in ``id``; the
     Agents SDK sends ``call_id`` instead, which is taken for it."""
@@ -549,7 +549,7 @@ def _client_tool_item(item: dict, param: str) -> dict[str, Any]:
     return result
 
 
-def _input_message(item: dict, param: str) -> dict[str, Any]:
+def _input_message(item: dict[str, Any], param: str) -> dict[str, Any]:
     role = item.get("role")
     if role not in MESSAGE_ROLES:
         raise InvalidRequest(
@@ -618,7 +618,7 @@ def _message_item(role: str, parts: list[dict[str, Any]], item_id: str | None) -
     return {"id": item_id or new_id("msg"), "type": "message", "role": role, "content": parts, "status": "completed"}
 
 
-def _reasoning_item(item: dict, param: str) -> dict[str, Any]:
+def _reasoning_item(item: dict[str, Any], param: str) -> dict[str, Any]:
     """A reasoning item; its ``encrypted_content`` is opened at create
     (services/create.resolve_input), where the tenant it was sealed for is known."""
     result: dict[str, Any] = {"id": _item_id(item, param, "rs"), "type": "reasoning", "summary": []}
@@ -636,7 +636,7 @@ def _reasoning_item(item: dict, param: str) -> dict[str, Any]:
     return result
 
 
-def _compaction_item(item: dict, param: str) -> dict[str, Any]:
+def _compaction_item(item: dict[str, Any], param: str) -> dict[str, Any]:
     """A compaction item from POST /v1/responses/compact, passed back as input."""
     result = {"id": _item_id(item, param, "cmp"), "type": "compaction",
               "encrypted_content": _item_str(item, "encrypted_content", param)}
@@ -648,11 +648,11 @@ def _compaction_item(item: dict, param: str) -> dict[str, Any]:
     return result
 
 
-def _namespace(item: dict, param: str) -> str:
+def _namespace(item: dict[str, Any], param: str) -> str:
     return checked_name(_item_str(item, "namespace", param), f"{param}.namespace")
 
 
-def _item_id(item: dict, param: str, prefix: str) -> str:
+def _item_id(item: dict[str, Any], param: str, prefix: str) -> str:
     value = item.get("id")
     if value is None:
         return new_id(prefix)
@@ -665,7 +665,7 @@ def _item_id(item: dict, param: str, prefix: str) -> str:
     return value
 
 
-def _item_str(item: dict, key: str, param: str, allow_empty: bool = False) -> str:
+def _item_str(item: dict[str, Any], key: str, param: str, allow_empty: bool = False) -> str:
     value = item.get(key)
     if not isinstance(value, str) or (not value and not allow_empty):
         raise invalid_type(f"{param}.{key}", "a non-empty string", value)

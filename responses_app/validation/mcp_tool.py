@@ -5,7 +5,7 @@ when the tool runs (tools_app.mcp.servers)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from responses_app.wire.errors import InvalidRequest, invalid_type
 from responses_app.wire.tool_types import NAME_PATTERN
@@ -16,7 +16,7 @@ HANDLED_FIELDS = frozenset({"type", "server_label", "server_url", "connector_id"
                             "headers", "authorization", "server_description"})
 
 
-def validate_mcp_tool(tool: dict, param: str) -> dict:
+def validate_mcp_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
     """The normalised form of a request's ``{"type": "mcp", ...}`` tool, or InvalidRequest.
 
     The result has every key of HANDLED_FIELDS except connector_id (absent ones None):
@@ -52,7 +52,7 @@ def validate_mcp_tool(tool: dict, param: str) -> dict:
     }
 
 
-def _refuse_unknown_fields(tool: dict, param: str) -> None:
+def _refuse_unknown_fields(tool: dict[str, Any], param: str) -> None:
     from openai.types.responses.tool import Mcp
 
     for name, value in tool.items():
@@ -110,9 +110,9 @@ def _allowed_tools(value: Any, param: str) -> list[str] | None:
     raise invalid_type(param, 'an array of strings or {"tool_names": [...]}', value)
 
 
-def _require_approval(value: Any, param: str) -> str | dict | None:
+def _require_approval(value: Any, param: str) -> str | dict[str, Any] | None:
     if value is None or value in APPROVAL_MODES:
-        return value
+        return cast(str | None, value)
     if not isinstance(value, dict):
         raise InvalidRequest(
             f"Invalid '{param}': expected 'always', 'never' or "

@@ -22,7 +22,8 @@ derives is tightened before use:
 from __future__ import annotations
 
 import copy
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 from pydantic import TypeAdapter, ValidationError
 from pydantic_core import SchemaValidator, core_schema
@@ -57,7 +58,7 @@ def check(validator: SchemaValidator, body: dict[str, Any]) -> None:
         raise first_error(error) from None
 
 
-def _tighten(node: Any, definitions: dict[str, dict]) -> None:
+def _tighten(node: Any, definitions: dict[str, dict[str, Any]]) -> None:
     if isinstance(node, (list, tuple)):
         for child in node:
             _tighten(child, definitions)
@@ -90,7 +91,7 @@ def _tighten(node: Any, definitions: dict[str, dict]) -> None:
         _tighten(value, definitions)
 
 
-def _lenient_message(message: dict) -> None:
+def _lenient_message(message: dict[str, Any]) -> None:
     """The SDK types a message three ways (easy, input, output), each stricter than
     OpenAI's API: clients send an assistant message with an ``id`` and no ``status``
     (the AI SDK), or a user message read back from a conversation with its ``id``. Any
@@ -106,7 +107,7 @@ def _lenient_message(message: dict) -> None:
             field["required"] = False
 
 
-def _lenient_local_shell_output(output: dict) -> None:
+def _lenient_local_shell_output(output: dict[str, Any]) -> None:
     """The SDK names the call a local_shell_call_output answers in its ``id``; the Agents SDK
     sends ``call_id`` instead (validation/create takes either)."""
     fields = output["fields"]
@@ -114,10 +115,10 @@ def _lenient_local_shell_output(output: dict) -> None:
     fields.setdefault("call_id", core_schema.typed_dict_field(core_schema.str_schema(), required=False))
 
 
-def _dispatch_on_type(union: dict, definitions: dict[str, dict]) -> None:
+def _dispatch_on_type(union: dict[str, Any], definitions: dict[str, dict[str, Any]]) -> None:
     """Turn a union of objects with a literal ``type`` (and perhaps values that are not
     objects: a string, an array) into a union tagged by that ``type`` (in place)."""
-    groups: dict[str, list] = {}
+    groups: dict[str, list[Any]] = {}
     for choice in union["choices"]:
         member = choice[0] if isinstance(choice, tuple) else choice
         tags = _type_tags(member, definitions)
@@ -146,7 +147,7 @@ def _dispatch_on_type(union: dict, definitions: dict[str, dict]) -> None:
     union.update(tagged)
 
 
-def _tag_of(tags: set[str]):
+def _tag_of(tags: set[str]) -> Callable[[Any], str | None]:
     def tag(value: Any) -> str | None:
         if not isinstance(value, dict):
             return f"{_LABEL}{_NOT_OBJECT}" if _NOT_OBJECT in tags else None
@@ -158,7 +159,7 @@ def _tag_of(tags: set[str]):
     return tag
 
 
-def _type_tags(member: dict, definitions: dict[str, dict]) -> list[str] | None:
+def _type_tags(member: dict[str, Any], definitions: dict[str, dict[str, Any]]) -> list[str] | None:
     """The ``type`` values a member object accepts; [] for a member that is not an object;
     None for an object that no ``type`` tells apart."""
     target = definitions.get(member.get("schema_ref", "")) if member.get("type") == "definition-ref" else member
@@ -179,7 +180,7 @@ def _type_tags(member: dict, definitions: dict[str, dict]) -> list[str] | None:
     return [str(value) for value in schema["expected"]]
 
 
-def _label_choices(union: dict) -> None:
+def _label_choices(union: dict[str, Any]) -> None:
     union["choices"] = [(choice[0] if isinstance(choice, tuple) else choice, f"{_LABEL}{index}")
                         for index, choice in enumerate(union["choices"])]
 
@@ -195,7 +196,8 @@ _TYPE_NAMES = {
 
 def first_error(error: ValidationError) -> InvalidRequest:
     """The 400 for the first failure, inside the union member the client most likely meant."""
-    return _pick(error.errors(include_url=False), 0)
+    # pydantic's ErrorDetails are TypedDicts: read here as the plain dicts they are.
+    return _pick(cast(list[dict[str, Any]], error.errors(include_url=False)), 0)
 
 
 def _pick(errors: list[dict[str, Any]], start: int) -> InvalidRequest:
@@ -210,8 +212,8 @@ def _pick(errors: list[dict[str, Any]], start: int) -> InvalidRequest:
     failures = [entry for group in members.values() for entry in group]
     expected = [_TYPE_NAMES.get(entry["type"]) for entry in failures]
     if len(failures) == len(members) > 1 and all(expected) and len({_param(e["loc"]) for e in failures}) == 1:
-        param = _param(first["loc"])
-        return InvalidRequest(f"Invalid type for '{param}': expected {' or '.join(dict.fromkeys(expected))}, "
+        param, names = _param(first["loc"]), dict.fromkeys(filter(None, expected))
+        return InvalidRequest(f"Invalid type for '{param}': expected {' or '.join(names)}, "
                               f"but got {_json_type(first['input'])}.", param=param, code="invalid_type")
     if _is_tag(first["loc"][at - 1]):
         # The shapes of one ``type`` (the three messages): the one needing the fewest fixes.
@@ -227,7 +229,7 @@ def _is_tag(part: Any) -> bool:
     return isinstance(part, str) and part.startswith(_LABEL) and not part[len(_LABEL):].isdigit()
 
 
-def _members(errors: list[dict[str, Any]], prefix: tuple, at: int) -> dict[str, list[dict[str, Any]]]:
+def _members(errors: list[dict[str, Any]], prefix: tuple[Any, ...], at: int) -> dict[str, list[dict[str, Any]]]:
     """The failures of each member of the union at ``prefix`` (whose label is at ``at``)."""
     members: dict[str, list[dict[str, Any]]] = {}
     for entry in errors:
@@ -249,7 +251,7 @@ def _fixes(errors: list[dict[str, Any]], start: int) -> int:
     return count
 
 
-def _label_at(loc: tuple, start: int) -> int | None:
+def _label_at(loc: tuple[Any, ...], start: int) -> int | None:
     for index in range(start, len(loc)):
         if isinstance(loc[index], str) and loc[index].startswith(_LABEL):
             return index
@@ -282,11 +284,11 @@ def _one_error(param: str, entry: dict[str, Any]) -> InvalidRequest:
     return InvalidRequest(f"Invalid value for '{param}': {entry['msg']}.", param=param, code="invalid_value")
 
 
-def _path(loc: tuple) -> list:
+def _path(loc: tuple[Any, ...]) -> list[Any]:
     return [part for part in loc if not (isinstance(part, str) and part.startswith(_LABEL))]
 
 
-def _param(loc: tuple) -> str:
+def _param(loc: tuple[Any, ...]) -> str:
     text = ""
     for part in _path(loc):
         text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))

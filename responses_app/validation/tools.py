@@ -10,7 +10,7 @@ server does not run are refused by name with a 400.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.harmony.tool_search import TOOL_NAME as SEARCH_TOOL
@@ -93,7 +93,7 @@ def check_deferred_tools(tools: list[dict[str, Any]]) -> None:
     if search_tool(tools) is not None:
         return
     for index, tool in enumerate(tools):
-        members = tool.get("tools") if tool["type"] == "namespace" else []
+        members = (tool.get("tools") or []) if tool["type"] == "namespace" else []
         if is_deferred(tool) or any(is_deferred(member) for member in members):
             raise InvalidRequest("A tool with defer_loading is offered to the model only through tool search: "
                                  "add a tool of type 'tool_search'.", param=f"tools[{index}]")
@@ -109,7 +109,7 @@ def _unique(name: str, seen: set[str], message: str, param: str) -> None:
     seen.add(name)
 
 
-def _known_keys(tool: dict, param: str, keys: tuple[str, ...]) -> None:
+def _known_keys(tool: dict[str, Any], param: str, keys: tuple[str, ...]) -> None:
     for key in tool:
         if key not in keys:
             raise InvalidRequest(f"Unknown parameter: '{param}.{key}'.", param=f"{param}.{key}",
@@ -123,7 +123,7 @@ def checked_name(name: str, param: str) -> str:
     return name
 
 
-def function_tool(tool: dict, param: str) -> dict[str, Any]:
+def function_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
     """A function tool as stored and echoed: ``allowed_callers`` and ``output_schema`` serve
     OpenAI's programmatic calling, which this server does not run; ``defer_loading`` keeps
     the function out of the prompt until a tool search loads it."""
@@ -143,7 +143,7 @@ def function_tool(tool: dict, param: str) -> dict[str, Any]:
     }
 
 
-def _custom_tool(tool: dict, param: str, constrains: bool) -> dict[str, Any]:
+def _custom_tool(tool: dict[str, Any], param: str, constrains: bool) -> dict[str, Any]:
     """A tool whose input is free text: called in harmony's ``functions`` namespace like a
     function, answered as a ``custom_tool_call``; a ``grammar`` format is enforced on the
     call's input by vLLM's structured outputs (worker/generation.py)."""
@@ -161,7 +161,7 @@ def _custom_tool(tool: dict, param: str, constrains: bool) -> dict[str, Any]:
             **_deferred(tool)}
 
 
-def _client_tool(tool: dict, param: str) -> dict[str, Any]:
+def _client_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
     """shell, local_shell or apply_patch, run by the client (worker/client_calls.py). A shell
     tool's ``environment`` may be the client's (``local``); OpenAI's hosted containers are
     not this server's to run."""
@@ -173,7 +173,7 @@ def _client_tool(tool: dict, param: str) -> dict[str, Any]:
     return {"type": tool["type"], **({"environment": environment} if environment is not None else {})}
 
 
-def _namespace_tool(tool: dict, param: str) -> dict[str, Any]:
+def _namespace_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
     """A group of function tools: a harmony namespace of its own, whose calls come back as
     ``function_call`` items that name it in ``namespace``."""
     name = checked_name(tool["name"], f"{param}.name")
@@ -194,13 +194,13 @@ def _namespace_tool(tool: dict, param: str) -> dict[str, Any]:
             **_deferred(tool)}
 
 
-def _deferred(tool: dict) -> dict[str, Any]:
+def _deferred(tool: dict[str, Any]) -> dict[str, Any]:
     """``defer_loading``, kept when true: the tool stays out of the prompt until a tool
     search loads it (harmony/tool_search.py)."""
     return {"defer_loading": True} if tool.get("defer_loading") else {}
 
 
-def _tool_search_tool(tool: dict, param: str) -> dict[str, Any]:
+def _tool_search_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
     """Search of the deferred tools: run by the server (the default) or by the client, which
     may give the model its own description and parameters of the search (the AI SDK says
     they are "only used for client-executed tool search": a server search ignores them)."""
@@ -214,7 +214,7 @@ def _tool_search_tool(tool: dict, param: str) -> dict[str, Any]:
     return result
 
 
-def _code_interpreter_tool(tool: dict, param: str) -> dict[str, Any]:
+def _code_interpreter_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
     _known_keys(tool, param, ("type", "container"))
     container = tool.get("container")
     if isinstance(container, str):
@@ -237,7 +237,7 @@ def _code_interpreter_tool(tool: dict, param: str) -> dict[str, Any]:
     return {"type": "code_interpreter", "container": auto}
 
 
-def _web_search_tool(tool: dict) -> dict[str, Any]:
+def _web_search_tool(tool: dict[str, Any]) -> dict[str, Any]:
     """``external_web_access: false`` keeps the search on the offline index (tools_app)."""
     result = {"type": tool["type"], "search_context_size": tool.get("search_context_size") or "medium"}
     for key in ("user_location", "filters", "external_web_access"):
@@ -246,7 +246,7 @@ def _web_search_tool(tool: dict) -> dict[str, Any]:
     return result
 
 
-def _file_search_tool(tool: dict, param: str) -> dict[str, Any]:
+def _file_search_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
     """The stores are checked for the tenant at create (services/create.py); the filters and
     ranking options are kept as given and read again by the worker."""
     _known_keys(tool, param, ("type", "vector_store_ids", "filters", "max_num_results", "ranking_options"))
@@ -275,11 +275,11 @@ def validate_tool_choice(value: Any, tools: list[dict[str, Any]]) -> str | dict[
     """``auto`` / ``none`` / ``required``, a named tool that must be among ``tools``, or
     ``allowed_tools``: the tools the model may call, each among ``tools``."""
     if value in ("auto", "none"):
-        return value
+        return cast(str, value)
     if value == "required":
         if not tools:
             raise InvalidRequest("tool_choice 'required' needs at least one tool.", param="tool_choice")
-        return value
+        return cast(str, value)
     if not isinstance(value, dict):
         raise InvalidRequest(f"Invalid value for 'tool_choice': {value!r}.", param="tool_choice",
                              code="invalid_value")
@@ -357,7 +357,7 @@ def loaded_tools(value: Any, param: str, constrains: bool) -> list[dict[str, Any
     return loaded
 
 
-def tool_search_item(item: dict, param: str, constrains: bool) -> dict[str, Any]:
+def tool_search_item(item: dict[str, Any], param: str, constrains: bool) -> dict[str, Any]:
     """A tool search's call or output (without its id), sent back as input (a client's
     search, or the items a server-side one made): an output's ``tools`` are the tools it loaded."""
     execution = item.get("execution") or "client"
@@ -374,7 +374,7 @@ def tool_search_item(item: dict, param: str, constrains: bool) -> dict[str, Any]
 
 
 
-def approval_response_item(item: dict, param: str) -> dict[str, Any]:
+def approval_response_item(item: dict[str, Any], param: str) -> dict[str, Any]:
     _known_keys(item, param, ("type", "id", "approval_request_id", "approve", "reason"))
     request_id = item.get("approval_request_id")
     if not isinstance(request_id, str) or not request_id:

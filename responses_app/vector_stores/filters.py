@@ -6,7 +6,7 @@ never ordered (``gt`` ... ``lte`` do not match them)."""
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, cast
 
 from responses_app.validation.search_options import Comparison, Compound, Filter
 
@@ -28,7 +28,7 @@ def _compare(comparison: Comparison, attribute: Any) -> bool:
         return False
     kind, value = comparison.type, comparison.value
     if kind in ("in", "nin"):
-        found = any(_equal(attribute, item) for item in value)
+        found = any(_equal(attribute, item) for item in cast(tuple[str | float, ...], value))  # parse_filter's
         return found if kind == "in" else not found
     if kind in ("eq", "ne"):
         return _equal(attribute, value) == (kind == "eq")

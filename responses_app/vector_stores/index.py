@@ -61,7 +61,7 @@ def _postgresql(store_tokens: Sequence[str], idf: Mapping[str, float], file_ids:
     return found
 
 
-def _pg_stage(query: str, rank: str, rank_params: list[object], file_ids: Sequence[int] | None,
+def _pg_stage(query: str, rank: str, rank_params: Sequence[object], file_ids: Sequence[int] | None,
               seen: list[int], limit: int) -> list[int]:
     pool = (f"SELECT id, terms_vector FROM {CHUNK_TABLE} WHERE terms_vector @@ to_tsquery('simple', %s)"
             + (" AND vector_store_file_id = ANY(%s)" if file_ids is not None else "")

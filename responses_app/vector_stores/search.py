@@ -12,7 +12,7 @@ matches: every query has a first)."""
 from __future__ import annotations
 
 import math
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -115,11 +115,11 @@ def _ranked(scores: dict[int, float]) -> list[int]:
 
 def _fused(lexical: list[int], semantic: list[int], ranking: Ranking) -> list[int]:
     """Weighted reciprocal rank fusion of the two rankings."""
-    fused: Counter[int] = Counter()
+    fused: defaultdict[int, float] = defaultdict(float)  # not a Counter: its counts are ints
     for weight, ranked in ((ranking.text_weight, lexical), (ranking.embedding_weight, semantic)):
         for rank, pk in enumerate(ranked, start=1):
             fused[pk] += weight / (RRF_K + rank)
-    return [pk for pk, _ in fused.most_common()]
+    return sorted(fused, key=fused.__getitem__, reverse=True)  # as Counter.most_common: ties keep their order
 
 
 def _selective(idf: dict[str, float], frequencies: dict[str, int], chunk_total: int) -> dict[str, float]:

@@ -79,7 +79,12 @@ def _queue_for_endpoint(endpoint_id: str, now: datetime) -> int:
         ids = list(pending.filter(next_attempt_at__lte=now).exclude(queued).order_by("next_attempt_at")
                    .values_list("pk", flat=True)[:room])
         pending.filter(pk__in=ids).update(queued_at=now)
-        transaction.on_commit(lambda: [_send(delivery_id) for delivery_id in ids])
+
+        def send_all() -> None:
+            for delivery_id in ids:
+                _send(delivery_id)
+
+        transaction.on_commit(send_all)
     return len(ids)
 
 

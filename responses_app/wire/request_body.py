@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Any
+from typing import Any, TypeGuard
 
 from responses_app.wire.errors import InvalidRequest
 
@@ -29,9 +29,9 @@ def body_fields(body: Any, names: Collection[str], required: Collection[str] = (
 
 
 # JSON's numbers as Python reads them: a bool is an int to Python, never to a client.
-def is_integer(value: Any) -> bool:
+def is_integer(value: Any) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def is_number(value: Any) -> bool:
+def is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, int | float) and not isinstance(value, bool)

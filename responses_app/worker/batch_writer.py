@@ -137,7 +137,8 @@ class BatchWriter:
     def _lease_nearly_out(self) -> bool:
         """A retry after RETRY_INTERVAL_S would come too close to the end of the lease that
         the last renewal set (after it the reaper may take the response over)."""
-        return time.monotonic() + RETRY_INTERVAL_S > self.lease_renewed + settings.LEASE_TTL_S - LEASE_MARGIN_S
+        lease_ttl_s: float = settings.LEASE_TTL_S
+        return time.monotonic() + RETRY_INTERVAL_S > self.lease_renewed + lease_ttl_s - LEASE_MARGIN_S
 
     def _raise_failure(self) -> None:
         if self._failure is not None:
@@ -174,4 +175,6 @@ class BatchWriter:
             raise LeaseLost(self.response.pk)
 
     def _committed(self, sequence_number: int) -> bool:
-        return Response.objects.filter(pk=self.response.pk, last_sequence_number__gte=sequence_number).exists()
+        committed: bool = Response.objects.filter(pk=self.response.pk,
+                                                  last_sequence_number__gte=sequence_number).exists()
+        return committed

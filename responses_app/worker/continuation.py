@@ -62,7 +62,7 @@ def open_item_action(point: ResumePoint, read_only: bool) -> Action:
     raise ValueError(f"an open {kind} item cannot be continued")
 
 
-def ended_with(output: list[dict[str, Any]]) -> tuple[str, dict | None] | None:
+def ended_with(output: list[dict[str, Any]]) -> tuple[str, dict[str, Any] | None] | None:
     """The response's end, when its closed output already shows it (the worker was lost
     between its last item and its terminal event); None when the model has more to write."""
     if not output:

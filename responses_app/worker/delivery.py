@@ -20,7 +20,7 @@ from celery.worker.request import Request
 log = logging.getLogger(__name__)
 
 
-class ResponseTaskRequest(Request):
+class ResponseTaskRequest(Request):  # type: ignore[misc]  # Celery ships no type information
     def acknowledge(self) -> None:
         try:
             super().acknowledge()
@@ -30,7 +30,7 @@ class ResponseTaskRequest(Request):
                         "whether it runs", self.id, type(error).__name__, error)
 
 
-class BestEffortAckTask(Task):
+class BestEffortAckTask(Task):  # type: ignore[misc]  # Celery ships no type information
     """Every task of the app: a sweep's ack that fails after a broker restart must not
     stop the worker either (one did, in a Redis restart under a batch)."""
 

@@ -31,6 +31,7 @@ from responses_app.harmony.parser import (
     MessageKind,
     MessageStarted,
     OutputParser,
+    ParserEvent,
 )
 from responses_app.harmony.prompt import (
     FUNCTIONS_NAMESPACE,
@@ -83,7 +84,7 @@ class ResponseFailure(Exception):
 async def generate(
     response: Response, builder: EventBuilder, writer: BatchWriter, usage: Usage, off_loop: OffLoop,
     resumed: ResumePoint | None = None,
-) -> tuple[str, dict | None]:
+) -> tuple[str, dict[str, Any] | None]:
     """Generate the response's output: engine turns and, between them, the tool calls.
     ``resumed``: where the stream of a lost worker stopped, to continue from there
     (worker/continuation.py). Returns the terminal status and incomplete_details; raises
@@ -156,7 +157,7 @@ class TurnEnd:
     tokens: list[int]  # the assistant's tokens this turn (a prefilled header included)
     call: ToolCall | None = None
     status: str = ResponseStatus.COMPLETED
-    details: dict | None = None
+    details: dict[str, Any] | None = None
 
 
 class Generation:
@@ -254,7 +255,7 @@ class Generation:
     def parser(self) -> OutputParser:
         return self.parsers[-1]
 
-    async def run(self, prompt: list[int], reopened: list[int] | None = None) -> tuple[str, dict | None]:
+    async def run(self, prompt: list[int], reopened: list[int] | None = None) -> tuple[str, dict[str, Any] | None]:
         """``reopened``: the start of the item a lost worker left open, which the first
         turn prefills for the model to go on writing (its events were sent already)."""
         request = self.response.request
@@ -554,14 +555,14 @@ class Generation:
             log.warning("%s: the output is not harmony (%s); keeping what came", request_id, error)
         return parser.output_tokens, finished
 
-    def _steered_at(self, progress: list) -> bool:
+    def _steered_at(self, progress: list[ParserEvent]) -> bool:
         """Steering input is queued and the model has just finished a reasoning item: the
         safe boundary to stop at (never inside a tool call or a message harmony needs
         whole; a final answer is let finish, and its successor follows it as well)."""
         return (any(isinstance(step, MessageFinished) and step.kind == "reasoning" for step in progress)
                 and cancel_watch().steer_requested(self.response.pk))
 
-    def _feed(self, token_id: int) -> list:
+    def _feed(self, token_id: int) -> list[ParserEvent]:
         self.tokens.append(token_id)
         progress = self.parser.feed(token_id)
         for step in progress:

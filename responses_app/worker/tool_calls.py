@@ -67,7 +67,11 @@ class ToolCall(Protocol):
         """Run the tool; None when the response must end here (an approval request)."""
 
 
-Waiter = Callable[[Callable[[], T]], T]
+class Waiter(Protocol):
+    """Runs a blocking call for the response's code and returns its value (run_in_thread,
+    with the response's tick bound)."""
+
+    def __call__(self, work: Callable[[], T], /) -> T: ...
 
 
 def run_in_thread(work: Callable[[], T], tick: Callable[[], None], poll_s: float = 0.2) -> T:
@@ -91,7 +95,8 @@ def run_in_thread(work: Callable[[], T], tick: Callable[[], None], poll_s: float
         tick()
     if "error" in outcome:
         raise outcome["error"]
-    return outcome["value"]
+    value: T = outcome["value"]
+    return value
 
 
 class Toolbox:
@@ -202,7 +207,7 @@ class Toolbox:
         """Whether the MCP server's listing marks the tool read-only (readOnlyHint)."""
         for item in reversed(self.history + self.builder.output):
             if item.get("type") == "mcp_list_tools" and item.get("server_label") == label:
-                tool = next((tool for tool in item.get("tools") or [] if tool.get("name") == name), {})
+                tool: dict[str, Any] = next((tool for tool in item.get("tools") or [] if tool.get("name") == name), {})
                 return bool((tool.get("annotations") or {}).get("readOnlyHint"))
         return False
 
@@ -254,6 +259,7 @@ class Toolbox:
 
             earlier = [item.get("container_id") for item in self.history + self.builder.output
                        if item.get("type") == "code_interpreter_call"]
+            assert self.code_interpreter is not None  # its calls are routed only when the tool is given
             spec = self.code_interpreter["container"]
             reuse_id = earlier[-1] if earlier else None
             self._container = resolve_container(self.response.tenant_id, spec, reuse_id=reuse_id)
@@ -292,6 +298,7 @@ class CodeInterpreterCall:
         try:
             container_id = toolbox.container().id
         except ContainerNotFound as error:
+            assert toolbox.code_interpreter is not None  # a call is routed here only when the tool is given
             container_id, self.error = str(toolbox.code_interpreter["container"]), str(error)
         item, _ = toolbox.start_item({"id": new_id("ci"), "type": "code_interpreter_call", "status": "in_progress",
                                       "code": "", "container_id": container_id, "outputs": None},
@@ -433,6 +440,7 @@ class FileSearchCall:
         if "response.file_search_call.searching" not in self.committed:
             self.builder.item_event(types.ResponseFileSearchCallSearchingEvent, "response.file_search_call.searching")
         self.toolbox.flush()
+        assert self.toolbox.file_search is not None  # a call is routed here only when the tool is given
         try:  # one indexed query: here, in the call's thread, with no thread of its own
             results = file_search_results(self.toolbox.response.tenant_id, self.toolbox.file_search, queries)
         except LookupError as error:  # a store deleted or expired since the create
@@ -507,6 +515,7 @@ class McpCall:
 
     def _failed(self, message: str, tool_error: bool = False) -> ToolResult:
         # The SDK's McpToolCallError: what the tool itself reported, or a failure to reach it.
+        error: dict[str, Any]
         if tool_error:
             error = {"type": "mcp_tool_execution_error", "content": [{"type": "text", "text": message}]}
         else:

@@ -70,13 +70,14 @@ def main() -> None:
     # Like a notebook: modules written to the work dir are importable.
     sys.path.insert(0, "")
 
-    outcome = {"exception": None, "errno": None, "traceback": None}
+    outcome: dict[str, str | int | None] = {"exception": None, "errno": None, "traceback": None}
     cell_name = config["cell_name"]
     try:
         tree = ast.parse(code, filename=cell_name)
         last_expression = None
-        if tree.body and isinstance(tree.body[-1], ast.Expr):
-            last_expression = ast.Expression(tree.body.pop().value)
+        if tree.body and isinstance(last := tree.body[-1], ast.Expr):
+            tree.body.pop()
+            last_expression = ast.Expression(last.value)
         linecache.cache[cell_name] = (len(code), None, code.splitlines(True), cell_name)
         exec(compile(tree, cell_name, "exec"), user_main.__dict__)
         if last_expression is not None:
@@ -91,6 +92,7 @@ def main() -> None:
         if isinstance(error, SyntaxError):
             lines = traceback.format_exception_only(type(error), error)
         else:
+            assert error.__traceback__ is not None  # a caught exception always has one
             lines = traceback.format_exception(type(error), error, error.__traceback__.tb_next)
         text = "".join(lines if lines else [f"{type(error).__name__}: {error}\n"])
         sys.stderr.write(text)

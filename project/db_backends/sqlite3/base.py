@@ -102,6 +102,7 @@ class DatabaseWrapper(base.DatabaseWrapper):
         if self._holds_writers_lock:
             self._holds_writers_lock = False
             try:
+                assert self._writers_lock is not None  # held only while open (_close releases first)
                 fcntl.flock(self._writers_lock, fcntl.LOCK_UN)
             finally:
                 _process_writer.release()

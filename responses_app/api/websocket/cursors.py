@@ -6,6 +6,7 @@ a resume without a cursor starts each response over (duplicates, never a loss)."
 from __future__ import annotations
 
 import logging
+from typing import cast
 
 import redis.asyncio as aioredis
 from django.conf import settings
@@ -20,7 +21,8 @@ class SentCursors:
 
     async def load(self) -> dict[str, int]:
         try:
-            stored = await self._client.hgetall(self._key)
+            # bytes: the socket's client does not decode responses
+            stored = cast(dict[bytes, bytes], await self._client.hgetall(self._key))
         except Exception as error:  # noqa: BLE001  (best effort, as the docstring says)
             log.warning("no sent cursors for %s: %s", self._key, error)
             return {}
@@ -29,7 +31,8 @@ class SentCursors:
     async def sent(self, response_id: str, sequence_number: int) -> None:
         try:
             async with self._client.pipeline(transaction=False) as pipe:
-                await pipe.hset(self._key, response_id, sequence_number).expire(
-                    self._key, settings.WS_CURSOR_TTL_S).execute()
+                pipe.hset(self._key, response_id, sequence_number)  # queued: a pipeline's commands return it
+                pipe.expire(self._key, settings.WS_CURSOR_TTL_S)
+                await pipe.execute()
         except Exception as error:  # noqa: BLE001
             log.warning("could not record the sent cursor of %s: %s", response_id, error)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from typing import cast
 
 from responses_app import selectors
 from responses_app.api.websocket.messages import steer_failed, steer_pending, stream_messages
@@ -26,7 +27,8 @@ Send = Callable[[list[str]], Awaitable[None]]
 
 class Lane:
     def __init__(self, stream_id: str, send: Send, cursors: dict[str, int],
-                 sent: Callable[[str, int], Awaitable[None]], event_names: str = EventNames.OPENAI) -> None:
+                 sent: Callable[[str, int], Awaitable[None]],
+                 event_names: str = cast(str, EventNames.OPENAI)) -> None:  # a str: see tenancy/api_keys.py
         self.stream_id = stream_id
         self._event_names = event_names
         self._send = send

@@ -44,7 +44,9 @@ class SessionPresence:
         await self.stop()
         try:
             async with self._client.pipeline(transaction=True) as pipe:
-                _, others = await pipe.zrem(self._key, self._socket_id).zcount(self._key, time.time(), "+inf").execute()
+                pipe.zrem(self._key, self._socket_id)  # queued: a pipeline's commands return it
+                pipe.zcount(self._key, time.time(), "+inf")
+                _, others = await pipe.execute()
         except Exception as error:  # noqa: BLE001  (best effort, as the docstring says)
             log.warning("socket presence of %s unknown: %s", self._key, error)
             return False
@@ -59,7 +61,9 @@ class SessionPresence:
         grace = settings.WS_RESUME_GRACE_S
         try:
             async with self._client.pipeline(transaction=False) as pipe:
-                await (pipe.zadd(self._key, {self._socket_id: time.time() + grace})
-                       .zremrangebyscore(self._key, "-inf", time.time()).expire(self._key, int(grace) + 1).execute())
+                pipe.zadd(self._key, {self._socket_id: time.time() + grace})  # queued, as in leave
+                pipe.zremrangebyscore(self._key, "-inf", time.time())
+                pipe.expire(self._key, int(grace) + 1)
+                await pipe.execute()
         except Exception as error:  # noqa: BLE001
             log.warning("could not renew the socket presence of %s: %s", self._key, error)
