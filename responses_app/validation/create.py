@@ -186,7 +186,7 @@ def _without_client_passthrough(body: dict[str, Any]) -> dict[str, Any]:
 
 def _compaction_trigger(value: Any) -> tuple[Any, bool]:
     """``input`` without its final ``compaction_trigger`` item (Codex's inline compaction:
-    the response compacts the context before it, worker/generation.compact_on_trigger),
+    the response compacts the context before it, worker/side_calls.compact_on_trigger),
     and whether it had one. A trigger anywhere else is a 400."""
     if not isinstance(value, list):
         return value, False

@@ -97,6 +97,15 @@ class BatchWriter:
     def flush_from_thread(self) -> bool:
         return asyncio.run_coroutine_threadsafe(self.flush(), self.loop).result()
 
+    async def flush_or_cancel(self) -> None:
+        """Commit what is pending now; raise CancelRequested once the cancel flag is seen."""
+        if await self.flush():
+            raise CancelRequested()
+
+    def flush_or_cancel_from_thread(self) -> None:
+        if self.flush_from_thread():
+            raise CancelRequested()
+
     def tick_from_thread(self) -> None:
         asyncio.run_coroutine_threadsafe(self.tick(), self.loop).result()
 

@@ -25,8 +25,9 @@ from responses_app.worker.admission import response_slot
 from responses_app.worker.batch_writer import BatchWriter, CancelRequested
 from responses_app.worker.cancel_watch import cancel_watch
 from responses_app.worker.claim import claim, worker_identity
-from responses_app.worker.generation import ResponseFailure, generate
+from responses_app.worker.generation import generate
 from responses_app.worker.off_loop import OffLoop
+from responses_app.worker.turn import ResponseFailure
 
 log = logging.getLogger(__name__)
 
