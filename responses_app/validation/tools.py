@@ -162,7 +162,7 @@ def _custom_tool(tool: dict[str, Any], param: str, constrains: bool) -> dict[str
 
 
 def _client_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
-    """shell, local_shell or apply_patch, run by the client (worker/client_calls.py). A shell
+    """shell, local_shell or apply_patch, run by the client (worker/tools/client_calls.py). A shell
     tool's ``environment`` may be the client's (``local``); OpenAI's hosted containers are
     not this server's to run."""
     environment = tool.get("environment")
@@ -232,7 +232,7 @@ def _code_interpreter_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
         raise InvalidRequest("container.memory_limit is set by the operator (SANDBOX_MEMORY_MB) on this server.",
                              param=f"{param}.container.memory_limit")
     auto: dict[str, Any] = {"type": "auto"}
-    if container.get("file_ids"):  # copied into the container it makes (worker/tool_calls.py)
+    if container.get("file_ids"):  # copied into the container it makes (worker/tools/toolbox.py)
         auto["file_ids"] = file_ids_field(container["file_ids"], f"{param}.container.file_ids")
     return {"type": "code_interpreter", "container": auto}
 

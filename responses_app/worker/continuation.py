@@ -29,7 +29,7 @@ from typing import Any, Literal
 from responses_app.harmony.client_tools import BY_CALL_TYPE
 from responses_app.models import ResponseStatus
 from responses_app.stream.resume import ResumePoint
-from responses_app.worker.tool_calls import SERVER_CALL_TYPES
+from responses_app.worker.tools.base import SERVER_CALL_TYPES
 
 Action = Literal["reopen", "rerun", "interrupt", "summarize"]
 

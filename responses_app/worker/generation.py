@@ -38,12 +38,14 @@ from responses_app.worker.batch_writer import BatchWriter
 from responses_app.worker.cancel_watch import cancel_watch
 from responses_app.worker.continuation import ended_with, has_called, open_item_action
 from responses_app.worker.off_loop import OffLoop
-from responses_app.worker.refused_calls import RefusedCall
 from responses_app.worker.sampling import format_constraint, sampling_params
 from responses_app.worker.side_calls import SideCalls
 from responses_app.worker.step_router import StepRouter
 from responses_app.worker.token_account import TokenAccount
-from responses_app.worker.tool_calls import Toolbox, ToolCall, ToolLoopFailure, run_in_thread
+from responses_app.worker.tools import registry
+from responses_app.worker.tools.base import ToolCall, ToolLoopFailure, run_in_thread
+from responses_app.worker.tools.refused_calls import RefusedCall
+from responses_app.worker.tools.toolbox import Toolbox
 from responses_app.worker.turn import EarlyStop, ResponseFailure, TurnEnd
 
 log = logging.getLogger(__name__)
@@ -74,8 +76,8 @@ async def generate(
         reopened = await generation.resume(resumed) if resumed is not None and resumed.output else None
         if reopened is None and resumed is not None and (end := ended_with(builder.output)) is not None:
             return end  # the lost worker had written all of it
-        if generation.toolbox.preparing():
-            await generation.in_tool_thread(generation.toolbox.prepare)
+        if registry.preparing(generation.toolbox):
+            await generation.in_tool_thread(registry.prepare, generation.toolbox)
         # A reopened item is written again by the model, after the output before it.
         before = builder.output if reopened is None else builder.output[:-1]
         prompt = await off_loop.database(_prompt, response, history, before)
@@ -162,7 +164,7 @@ class Generation:
             self.writer.lent = False
 
     async def _start_call(self, recipient: str) -> ToolCall:
-        return await self.in_tool_thread(self.toolbox.call_for, recipient)
+        return await self.in_tool_thread(registry.call_for, self.toolbox, recipient)
 
     @property
     def parser(self) -> OutputParser:
@@ -220,7 +222,7 @@ class Generation:
             account.opened_tokens = 0
             return prefill
         if item["type"] in ("code_interpreter_call", "mcp_call"):
-            await self.in_tool_thread(self.toolbox.take_over, action == "rerun")
+            await self.in_tool_thread(registry.take_over, self.toolbox, action == "rerun")
         return None  # an MCP listing or a compaction is made again where it is made
 
     async def _turn(self, prompt: list[int], prefill: list[int], request_id: str,

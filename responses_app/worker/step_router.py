@@ -15,10 +15,10 @@ from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageK
 from responses_app.harmony.prompt import FUNCTIONS_NAMESPACE, MISSING_RECIPIENT, SEARCH_TOOL
 from responses_app.harmony.tool_search import search_tool
 from responses_app.stream.builder import EventBuilder
-from responses_app.worker.client_calls import ClientToolCall
-from responses_app.worker.refused_calls import RefusedCall
-from responses_app.worker.tool_calls import ToolCall
-from responses_app.worker.tool_search_calls import ToolSearchCall
+from responses_app.worker.tools.base import ToolCall
+from responses_app.worker.tools.client_calls import ClientToolCall
+from responses_app.worker.tools.refused_calls import RefusedCall
+from responses_app.worker.tools.tool_search_calls import ToolSearchCall
 
 # Makes the server-side call the model began, named by its recipient, off the loop.
 CallStarter = Callable[[str], Awaitable[ToolCall]]

@@ -26,7 +26,7 @@ from enum import Enum
 from typing import Any
 
 from responses_app.models import ResponseStatus
-from responses_app.worker.tool_calls import ToolCall
+from responses_app.worker.tools.base import ToolCall
 
 
 class EarlyStop(Enum):

@@ -47,7 +47,7 @@ def test_a_containers_files_and_variables_are_on_the_other_node_after_its_node_d
 
 
 def test_a_node_killed_during_a_code_call_the_response_and_the_container_go_on_on_the_other(two_nodes):
-    from responses_app.worker.tool_calls import INTERRUPTED
+    from responses_app.worker.tools.base import INTERRUPTED
 
     two_nodes.kill("worker2")
     two_nodes.up(("web", "worker", "beat"))  # node A alone

@@ -410,7 +410,7 @@ def test_a_bad_browser_call_is_a_failed_search_and_the_model_reads_the_error(ali
 ])
 def test_a_call_running_when_its_worker_is_killed_ends_interrupted_and_the_model_goes_on(
         alice, stack: LiveStack, mcp_url, tool, call, running):
-    from responses_app.worker.tool_calls import INTERRUPTED
+    from responses_app.worker.tools.base import INTERRUPTED
 
     tools = [CODE_INTERPRETER] if tool == "code_interpreter" else [mcp_tool(mcp_url)]
     stream = alice.responses.create(model="echo", tools=tools, include=OUTPUTS, background=True, stream=True,

@@ -3,7 +3,7 @@ nothing of it becomes an item or an event; the model reads why and goes on."""
 
 from __future__ import annotations
 
-from responses_app.worker.tool_calls import ToolResult
+from responses_app.worker.tools.base import ToolResult
 
 
 class RefusedCall:

@@ -13,23 +13,18 @@ from responses_app.harmony.client_tools import UnreadableCall, json_arguments
 from responses_app.harmony.prompt import FUNCTIONS_NAMESPACE, SEARCH_TOOL
 from responses_app.lib.ids import new_id
 from responses_app.stream.builder import EventBuilder
-from responses_app.worker.tool_calls import ToolResult
+from responses_app.worker.tools.base import ToolResult, WholeCall
 
 AUTHOR = f"{FUNCTIONS_NAMESPACE}.{SEARCH_TOOL}"
 
 
-class ToolSearchCall:
+class ToolSearchCall(WholeCall):
+    """Nothing streams: the item is put out once its arguments are whole."""
+
     def __init__(self, builder: EventBuilder, tool: dict[str, Any], tools: list[dict[str, Any]]) -> None:
         self.builder = builder
         self.execution: str = tool.get("execution") or "server"
         self.tools = tools
-        self.arguments = ""
-
-    def delta(self, text: str) -> None:
-        """Nothing streams: the item is put out once its arguments are whole."""
-
-    def finished(self, text: str) -> None:
-        self.arguments = text
 
     def execute(self) -> ToolResult | None:
         try:

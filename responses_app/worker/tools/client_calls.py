@@ -17,20 +17,15 @@ from responses_app.harmony.client_tools import ClientTool, UnreadableCall, call_
 from responses_app.harmony.prompt import FUNCTIONS_NAMESPACE
 from responses_app.lib.ids import new_id
 from responses_app.stream.builder import EventBuilder
-from responses_app.worker.tool_calls import ToolResult
+from responses_app.worker.tools.base import ToolResult, WholeCall
 
 
-class ClientToolCall:
+class ClientToolCall(WholeCall):
+    """Nothing streams: the item's fields are known only once the arguments are whole."""
+
     def __init__(self, builder: EventBuilder, tool: ClientTool) -> None:
         self.builder = builder
         self.tool = tool
-        self.arguments = ""
-
-    def delta(self, text: str) -> None:
-        """Nothing streams: the item's fields are known only once the arguments are whole."""
-
-    def finished(self, text: str) -> None:
-        self.arguments = text
 
     def execute(self) -> ToolResult | None:
         try:
