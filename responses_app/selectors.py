@@ -11,16 +11,14 @@ from django.db.models import QuerySet
 
 from responses_app.models import TERMINAL_STATUSES, InputItem, OutputItem, Response, ResponseEvent, Tenant
 from responses_app.tenancy.retention import unexpired
-from responses_app.wire.errors import InvalidRequest, NotFound
+from responses_app.wire.errors import InvalidRequest, or_not_found
 from responses_app.wire.objects import item_object, list_object, response_object
 
 
 def get_response(tenant: Tenant, response_id: str) -> Response:
     """A stored, unexpired response of this tenant (store=false responses are never retrievable)."""
-    response = unexpired(Response.objects.filter(tenant=tenant, pk=response_id, store=True), tenant).first()
-    if response is None:
-        raise NotFound(f"Response with id '{response_id}' not found.", param="response_id")
-    return response
+    return or_not_found(unexpired(Response.objects.filter(tenant=tenant, pk=response_id, store=True), tenant).first(),
+                        f"Response with id '{response_id}' not found.", "response_id")
 
 
 def input_items(response: Response) -> list[dict[str, Any]]:

@@ -6,14 +6,14 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 
 from responses_app.batches.runner import stop_batch
 from responses_app.dispatch.batch_slots import ADVANCE_BATCH_TASK, VALIDATE_BATCH_TASK, send_batch_task
 from responses_app.files import store as files
+from responses_app.lib.keyset import created_at_page
 from responses_app.models import Batch, FilePurpose, Tenant
 from responses_app.validation.batches import BATCH_ENDPOINT, BatchCreate
-from responses_app.wire.errors import InvalidRequest, NotFound
+from responses_app.wire.errors import InvalidRequest, NotFound, or_not_found
 
 
 def create_batch(tenant: Tenant, request: BatchCreate) -> Batch:
@@ -35,22 +35,15 @@ def create_batch(tenant: Tenant, request: BatchCreate) -> Batch:
 
 
 def get_batch(tenant: Tenant, batch_id: str) -> Batch:
-    batch = Batch.objects.filter(tenant=tenant, pk=batch_id).first()
-    if batch is None:
-        raise NotFound(f"No batch found with id '{batch_id}'.", param="batch_id")
-    return batch
+    return or_not_found(Batch.objects.filter(tenant=tenant, pk=batch_id).first(),
+                        f"No batch found with id '{batch_id}'.", "batch_id")
 
 
 def batches_page(tenant: Tenant, *, after: str | None, limit: int) -> tuple[list[Batch], bool]:
     """A page of the tenant's batches, newest first (as OpenAI lists them)."""
-    batches = Batch.objects.filter(tenant=tenant)
-    if after is not None:
-        cursor = batches.filter(pk=after).values_list("created_at", flat=True).first()
-        if cursor is None:
-            raise InvalidRequest(f"No batch '{after}' to list after.", param="after")
-        batches = batches.filter(Q(created_at__lt=cursor) | Q(created_at=cursor, pk__lt=after))
-    page = list(batches.order_by("-created_at", "-pk")[: limit + 1])
-    return page[:limit], len(page) > limit
+    return created_at_page(Batch.objects.filter(tenant=tenant), after=after, limit=limit, order="desc",
+                           missing=lambda cursor, param: InvalidRequest(f"No batch '{cursor}' to list after.",
+                                                                        param=param))
 
 
 def cancel_batch(tenant: Tenant, batch_id: str) -> Batch:

@@ -19,7 +19,7 @@ from responses_app.conversations.items import LOCKED, append_items
 from responses_app.files.inputs import read_input_files
 from responses_app.models import Conversation, ConversationItem, Tenant
 from responses_app.selectors import position_page
-from responses_app.wire.errors import Conflict, InvalidRequest, NotFound
+from responses_app.wire.errors import Conflict, InvalidRequest, NotFound, or_not_found
 from responses_app.wire.objects import conversation_item_object, list_object
 
 
@@ -29,10 +29,8 @@ def conversation_object(conversation: Conversation) -> dict[str, Any]:
 
 
 def get_conversation(tenant: Tenant, conversation_id: str) -> Conversation:
-    conversation = Conversation.objects.filter(tenant=tenant, pk=conversation_id).first()
-    if conversation is None:
-        raise NotFound(f"Conversation with id '{conversation_id}' not found.", param="conversation_id")
-    return conversation
+    return or_not_found(Conversation.objects.filter(tenant=tenant, pk=conversation_id).first(),
+                        f"Conversation with id '{conversation_id}' not found.", "conversation_id")
 
 
 def create_conversation(tenant: Tenant, metadata: dict[str, str], items: list[dict[str, Any]]) -> Conversation:
@@ -89,10 +87,8 @@ def items_list(items: list[ConversationItem], include: list[str], *, has_more: b
 
 def get_item(tenant: Tenant, conversation_id: str, item_id: str) -> ConversationItem:
     conversation = get_conversation(tenant, conversation_id)
-    item = ConversationItem.objects.filter(conversation=conversation, item_id=item_id).first()
-    if item is None:
-        raise NotFound(f"Item with id '{item_id}' not found in conversation '{conversation_id}'.", param="item_id")
-    return item
+    return or_not_found(ConversationItem.objects.filter(conversation=conversation, item_id=item_id).first(),
+                        f"Item with id '{item_id}' not found in conversation '{conversation_id}'.", "item_id")
 
 
 def delete_item(tenant: Tenant, conversation_id: str, item_id: str) -> Conversation:

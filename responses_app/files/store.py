@@ -13,11 +13,12 @@ from django.conf import settings
 from django.core.files import File
 from django.core.files.storage import Storage, storages
 from django.db import transaction
-from django.db.models import Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
+from responses_app.lib.keyset import created_at_page
 from responses_app.models import UPLOAD_PURPOSES, FilePurpose, StoredFile, Tenant
-from responses_app.wire.errors import InvalidRequest, NotFound, invalid_type
+from responses_app.wire.errors import InvalidRequest, invalid_type, or_not_found
 
 MIN_EXPIRY_S = 3600
 MAX_EXPIRY_S = 30 * 86400
@@ -56,10 +57,7 @@ def _save(tenant: Tenant, upload: File, filename: str, purpose: str, expires_in:
 
 
 def get_file(tenant: Tenant, file_id: str) -> StoredFile:
-    row = _live(tenant).filter(pk=file_id).first()
-    if row is None:
-        raise NotFound(f"No such File object: {file_id}", param="file_id")
-    return row
+    return or_not_found(_live(tenant).filter(pk=file_id).first(), f"No such File object: {file_id}", "file_id")
 
 
 def open_file(tenant: Tenant, file_id: str) -> tuple[StoredFile, File]:
@@ -83,17 +81,9 @@ def files_page(tenant: Tenant, *, purpose: str | None, after: str | None, limit:
     files = _live(tenant)
     if purpose is not None:
         files = files.filter(purpose=purpose)
-    if after is not None:
-        cursor = _live(tenant).filter(pk=after).values_list("created_at", flat=True).first()
-        if cursor is None:
-            raise InvalidRequest(f"No file '{after}' to list after.", param="after")
-        if order == "asc":
-            files = files.filter(Q(created_at__gt=cursor) | Q(created_at=cursor, pk__gt=after))
-        else:
-            files = files.filter(Q(created_at__lt=cursor) | Q(created_at=cursor, pk__lt=after))
-    ordering = ("created_at", "pk") if order == "asc" else ("-created_at", "-pk")
-    page = list(files.order_by(*ordering)[: limit + 1])
-    return page[:limit], len(page) > limit
+    return created_at_page(files, after=after, limit=limit, order=order, cursors=_live(tenant),
+                           missing=lambda cursor, param: InvalidRequest(f"No file '{cursor}' to list after.",
+                                                                        param=param))
 
 
 def purge_expired() -> int:

@@ -15,13 +15,14 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import QuerySet
 
+from responses_app.lib.keyset import created_at_page
 from responses_app.models import Response, RunStatus, ScheduledResponse, ScheduledRun, Tenant
 from responses_app.models.schedules import new_schedule_id
 from responses_app.schedules.beat_entries import next_run_at, parse_schedule, save_periodic_task
 from responses_app.schedules.runs import run_request
 from responses_app.selectors import render_response
 from responses_app.tenancy.quotas import check_object_count
-from responses_app.wire.errors import InvalidRequest, NotFound, invalid_type
+from responses_app.wire.errors import InvalidRequest, NotFound, invalid_type, or_not_found
 from responses_app.wire.objects import list_object
 from responses_app.wire.request_body import body_fields
 
@@ -59,35 +60,33 @@ def _schedules(tenant: Tenant) -> QuerySet[ScheduledResponse]:
 
 
 def get_schedule(tenant: Tenant, schedule_id: str) -> ScheduledResponse:
-    schedule = _schedules(tenant).filter(pk=schedule_id).first()
-    if schedule is None:
-        raise NotFound(f"Scheduled response with id '{schedule_id}' not found.", param="scheduled_response_id")
-    return schedule
+    return or_not_found(_schedules(tenant).filter(pk=schedule_id).first(), _missing(schedule_id),
+                        "scheduled_response_id")
+
+
+def _missing(schedule_id: str) -> str:
+    return f"Scheduled response with id '{schedule_id}' not found."
 
 
 def list_page(tenant: Tenant, *, after: str | None, limit: int, order: str) -> dict[str, Any]:
-    schedules = _schedules(tenant)
-    if after is not None:
-        cursor = get_schedule(tenant, after).created_at
-        schedules = schedules.filter(created_at__gt=cursor) if order == "asc" else schedules.filter(
-            created_at__lt=cursor)
-    page = list(schedules.order_by("created_at" if order == "asc" else "-created_at")[: limit + 1])
-    return list_object([schedule_object(schedule) for schedule in page[:limit]], len(page) > limit)
+    page, more = created_at_page(
+        _schedules(tenant), after=after, limit=limit, order=order,
+        missing=lambda cursor, param: NotFound(_missing(cursor), param="scheduled_response_id"))
+    return list_object([schedule_object(schedule) for schedule in page], more)
 
 
 def runs_page(tenant: Tenant, schedule_id: str, *, after: str | None, limit: int) -> dict[str, Any]:
     """The background responses the schedule created, newest first (as Response objects)."""
     schedule = get_schedule(tenant, schedule_id)
-    runs = ScheduledRun.objects.filter(scheduled_response=schedule, response__isnull=False)
-    if after is not None:
-        cursor = runs.filter(response_id=after).values_list("created_at", flat=True).first()
-        if cursor is None:
-            raise InvalidRequest(f"No run of this schedule created the response '{after}'.", param="after")
-        runs = runs.filter(created_at__lt=cursor)
-    response_ids = list(runs.order_by("-created_at").values_list("response_id", flat=True)[: limit + 1])
-    responses = Response.objects.in_bulk(response_ids[:limit])
-    data = [render_response(responses[pk]) for pk in response_ids[:limit] if pk in responses]
-    return list_object(data, len(response_ids) > limit)
+    runs, more = created_at_page(
+        ScheduledRun.objects.filter(scheduled_response=schedule, response__isnull=False), after=after, limit=limit,
+        order="desc", cursor_field="response_id",
+        missing=lambda cursor, param: InvalidRequest(f"No run of this schedule created the response '{cursor}'.",
+                                                     param=param))
+    response_ids = [run.response_id for run in runs]
+    responses = Response.objects.in_bulk(response_ids)
+    data = [render_response(responses[pk]) for pk in response_ids if pk in responses]
+    return list_object(data, more)
 
 
 def create_schedule(tenant: Tenant, body: Any) -> ScheduledResponse:

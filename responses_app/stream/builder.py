@@ -116,7 +116,7 @@ class EventBuilder:
         self._item_written_at: dict[int, float] = {}
         self._include: list[str] = response.request.get("include") or []
         # reasoning.summary: each reasoning item stays open after its text for the summary
-        # the worker has the model write (worker/generation.py); True while one waits.
+        # the worker has the model write (worker/side_calls.py); True while one waits.
         self.summarizes = bool((response.request.get("reasoning") or {}).get("summary"))
         self._summarizing = resumed is not None and resumed.summarizing
         self.annotator: Annotator | None = None

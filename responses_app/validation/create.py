@@ -318,7 +318,7 @@ def _reasoning(value: Any, model: dict[str, Any]) -> dict[str, Any]:
 
 def _context_management(value: Any) -> list[dict[str, Any]] | None:
     """``[{"type": "compaction", "compact_threshold": N}]``: compact the context once its
-    prompt passes N tokens (worker/generation.py); the only type OpenAI defines."""
+    prompt passes N tokens (worker/side_calls.py); the only type OpenAI defines."""
     for index, entry in enumerate(value or []):
         if entry["type"] != "compaction":
             raise InvalidRequest(f"Invalid value for 'context_management[{index}].type': {entry['type']!r}. "

@@ -146,7 +146,7 @@ def function_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
 def _custom_tool(tool: dict[str, Any], param: str, constrains: bool) -> dict[str, Any]:
     """A tool whose input is free text: called in harmony's ``functions`` namespace like a
     function, answered as a ``custom_tool_call``; a ``grammar`` format is enforced on the
-    call's input by vLLM's structured outputs (worker/generation.py)."""
+    call's input by vLLM's structured outputs (worker/step_router.py)."""
     name = checked_name(tool["name"], f"{param}.name")
     tool_format = tool.get("format") or {"type": "text"}
     if tool_format["type"] == "grammar":

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from responses_app.files.store import get_file, open_content
 from responses_app.files.text import UnreadableFile, file_text
+from responses_app.lib.keyset import created_at_page
 from responses_app.models import (
     StoredFile,
     Tenant,
@@ -37,7 +38,7 @@ from responses_app.validation.vector_stores import (
 )
 from responses_app.vector_stores import indexing, ingest
 from responses_app.vector_stores.search import SearchResult, search
-from responses_app.wire.errors import InvalidRequest, NotFound, RateLimited
+from responses_app.wire.errors import InvalidRequest, NotFound, RateLimited, or_not_found
 
 QUOTA_RETRY_AFTER_S = 60
 IN_PROGRESS = VectorStoreFileStatus.IN_PROGRESS
@@ -66,16 +67,14 @@ def create_vector_store(tenant: Tenant, request: VectorStoreCreate) -> VectorSto
 
 def get_vector_store(tenant: Tenant, vector_store_id: str) -> VectorStore:
     """The store, with ``file_counts`` and ``usage_bytes`` as the wire shows them."""
-    store = _with_counts(VectorStore.objects.filter(tenant=tenant, pk=vector_store_id)).first()
-    if store is None:
-        raise NotFound(f"No vector store found with id '{vector_store_id}'.", param="vector_store_id")
-    return store
+    return or_not_found(_with_counts(VectorStore.objects.filter(tenant=tenant, pk=vector_store_id)).first(),
+                        f"No vector store found with id '{vector_store_id}'.", "vector_store_id")
 
 
 def vector_stores_page(tenant: Tenant, *, after: str | None, before: str | None, limit: int, order: str,
                        ) -> tuple[list[VectorStore], bool]:
     stores = VectorStore.objects.filter(tenant=tenant)
-    page, more = _page(stores, "pk", after=after, before=before, limit=limit, order=order)
+    page, more = created_at_page(stores, after=after, before=before, limit=limit, order=order, missing=_no_cursor)
     counted = {store.pk: store for store in _with_counts(VectorStore.objects.filter(pk__in=[s.pk for s in page]))}
     return [counted[store.pk] for store in page], more
 
@@ -166,11 +165,9 @@ def attach_file(tenant: Tenant, vector_store_id: str, request: FileToAttach) -> 
 
 
 def get_store_file(tenant: Tenant, vector_store_id: str, file_id: str) -> VectorStoreFile:
-    store_file = VectorStoreFile.objects.filter(vector_store__tenant=tenant, vector_store_id=vector_store_id,
-                                                file_id=file_id).first()
-    if store_file is None:
-        raise NotFound(f"No file found with id '{file_id}' in vector store '{vector_store_id}'.", param="file_id")
-    return store_file
+    return or_not_found(VectorStoreFile.objects.filter(vector_store__tenant=tenant, vector_store_id=vector_store_id,
+                                                       file_id=file_id).first(),
+                        f"No file found with id '{file_id}' in vector store '{vector_store_id}'.", "file_id")
 
 
 def store_files_page(tenant: Tenant, vector_store_id: str, *, status: str | None, after: str | None,
@@ -185,7 +182,8 @@ def store_files_page(tenant: Tenant, vector_store_id: str, *, status: str | None
             raise InvalidRequest(f"Invalid value for 'filter': {status!r}. Supported values are: "
                                  f"{', '.join(VectorStoreFileStatus.values)}.", param="filter", code="invalid_value")
         files = files.filter(status=status)
-    return _page(files, "file_id", after=after, before=before, limit=limit, order=order)
+    return created_at_page(files, after=after, before=before, limit=limit, order=order, cursor_field="file_id",
+                           missing=_no_cursor)
 
 
 def update_store_file(tenant: Tenant, vector_store_id: str, file_id: str, attributes: Attributes | None,
@@ -231,12 +229,9 @@ def create_file_batch(tenant: Tenant, vector_store_id: str, files: list[FileToAt
 
 def get_file_batch(tenant: Tenant, vector_store_id: str, batch_id: str) -> VectorStoreFileBatch:
     """The batch, with ``file_counts`` as the wire shows them."""
-    batch = _with_counts(VectorStoreFileBatch.objects.filter(
-        vector_store__tenant=tenant, vector_store_id=vector_store_id, pk=batch_id)).first()
-    if batch is None:
-        raise NotFound(f"No file batch found with id '{batch_id}' in vector store '{vector_store_id}'.",
-                       param="batch_id")
-    return batch
+    return or_not_found(_with_counts(VectorStoreFileBatch.objects.filter(
+        vector_store__tenant=tenant, vector_store_id=vector_store_id, pk=batch_id)).first(),
+        f"No file batch found with id '{batch_id}' in vector store '{vector_store_id}'.", "batch_id")
 
 
 def cancel_file_batch(tenant: Tenant, vector_store_id: str, batch_id: str) -> VectorStoreFileBatch:
@@ -347,23 +342,5 @@ def _with_counts(rows: QuerySet) -> QuerySet:
                          usage=Coalesce(Sum("files__usage_bytes"), 0))
 
 
-def _page(rows: QuerySet, cursor_field: str, *, after: str | None, before: str | None, limit: int, order: str,
-          ) -> tuple[list[Any], bool]:
-    """A page by creation time (then ``cursor_field``): after one object, or before one."""
-    ascending = order == "asc"
-    for cursor, param in ((after, "after"), (before, "before")):
-        if cursor is None:
-            continue
-        mark = rows.filter(**{cursor_field: cursor}).values_list("created_at", flat=True).first()
-        if mark is None:
-            raise InvalidRequest(f"No object '{cursor}' to list {param}.", param=param)
-        later = (param == "after") == ascending
-        rows = rows.filter(Q(created_at__gt=mark) | Q(created_at=mark, **{f"{cursor_field}__gt": cursor})) if later \
-            else rows.filter(Q(created_at__lt=mark) | Q(created_at=mark, **{f"{cursor_field}__lt": cursor}))
-    keys = ("created_at", cursor_field) if ascending else ("-created_at", f"-{cursor_field}")
-    if before is not None and after is None:  # the objects just before the cursor, shown in order
-        reverse = tuple(key[1:] if key.startswith("-") else f"-{key}" for key in keys)
-        page = list(rows.order_by(*reverse)[: limit + 1])
-        return page[:limit][::-1], len(page) > limit
-    page = list(rows.order_by(*keys)[: limit + 1])
-    return page[:limit], len(page) > limit
+def _no_cursor(cursor: str, param: str) -> InvalidRequest:
+    return InvalidRequest(f"No object '{cursor}' to list {param}.", param=param)

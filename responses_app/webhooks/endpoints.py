@@ -15,12 +15,13 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from responses_app.lib.asyncdb import db
+from responses_app.lib.keyset import created_at_page
 from responses_app.models import DeliveryStatus, Tenant, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 from responses_app.tenancy.quotas import check_object_count
 from responses_app.webhooks import delivery
 from responses_app.webhooks.outbox import EVENT_TYPES, sample_delivery
 from responses_app.webhooks.signing import new_secret, secret_hint
-from responses_app.wire.errors import InvalidRequest, NotFound, invalid_type
+from responses_app.wire.errors import InvalidRequest, NotFound, invalid_type, or_not_found
 from responses_app.wire.objects import list_object
 from responses_app.wire.request_body import body_fields, json_object
 from tools_app.url_guard import UrlRefused, check_url
@@ -49,21 +50,20 @@ def endpoint_object(endpoint: WebhookEndpoint, *, with_secret: bool = False) -> 
 
 
 def get_endpoint(tenant: Tenant, endpoint_id: str) -> WebhookEndpoint:
-    endpoint = WebhookEndpoint.objects.filter(tenant=tenant, pk=endpoint_id).first()
-    if endpoint is None:
-        raise NotFound(f"Webhook endpoint with id '{endpoint_id}' not found.", param="webhook_endpoint_id")
-    return endpoint
+    return or_not_found(WebhookEndpoint.objects.filter(tenant=tenant, pk=endpoint_id).first(),
+                        _missing(endpoint_id), "webhook_endpoint_id")
+
+
+def _missing(endpoint_id: str) -> str:
+    return f"Webhook endpoint with id '{endpoint_id}' not found."
 
 
 def list_page(tenant: Tenant, *, after: str | None, limit: int) -> dict[str, Any]:
     """Newest first, in the SDK's cursor-page shape."""
-    endpoints = WebhookEndpoint.objects.filter(tenant=tenant)
-    if after is not None:
-        cursor = get_endpoint(tenant, after)
-        endpoints = endpoints.filter(created_at__lte=cursor.created_at).exclude(
-            created_at=cursor.created_at, pk__gte=cursor.pk)
-    page = list(endpoints.order_by("-created_at", "-pk")[: limit + 1])
-    return list_object([endpoint_object(endpoint) for endpoint in page[:limit]], len(page) > limit)
+    page, more = created_at_page(
+        WebhookEndpoint.objects.filter(tenant=tenant), after=after, limit=limit, order="desc",
+        missing=lambda cursor, param: NotFound(_missing(cursor), param="webhook_endpoint_id"))
+    return list_object([endpoint_object(endpoint) for endpoint in page], more)
 
 
 def create_endpoint(tenant: Tenant, body: Any) -> WebhookEndpoint:

@@ -6,7 +6,9 @@ Every failure a client can cause is one of these exceptions; the API's exception
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
+
+Row = TypeVar("Row")
 
 
 class APIError(Exception):
@@ -49,6 +51,14 @@ class PermissionDenied(APIError):
 
 class NotFound(APIError):
     status_code = 404
+
+
+def or_not_found(row: Row | None, message: str, param: str) -> Row:
+    """``row``, or the 404 that names what was asked for: every store's tenant-scoped get
+    (``or_not_found(Batch.objects.filter(tenant=tenant, pk=batch_id).first(), ...)``)."""
+    if row is None:
+        raise NotFound(message, param=param)
+    return row
 
 
 class Conflict(APIError):

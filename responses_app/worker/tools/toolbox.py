@@ -15,7 +15,6 @@ from typing import Any
 
 from openai import BaseModel
 
-from responses_app.files.containers import copy_into_container
 from responses_app.harmony import file_search
 from responses_app.harmony.file_search import file_citations
 from responses_app.harmony.prompt import BROWSER_NAMESPACE, PYTHON_RECIPIENT
@@ -109,7 +108,7 @@ class Toolbox:
             reuse_id = earlier[-1] if earlier else None
             self._container = tools_app_adapter.resolve_container(self.response.tenant_id, spec, reuse_id)
             if isinstance(spec, dict) and spec.get("file_ids") and self._container.pk != reuse_id:
-                copy_into_container(self.response.tenant, self._container.pk, spec["file_ids"])  # a new one
+                tools_app_adapter.seed_container(self.response.tenant, self._container.pk, spec["file_ids"])
         return self._container
 
     def browser(self) -> Any:

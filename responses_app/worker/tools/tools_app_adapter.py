@@ -2,8 +2,9 @@
 server tools' modules call these functions and nothing of tools_app directly.
 
 Each function imports what it uses when it is first called, so that a process that runs
-no such call never loads the MCP client (mcp, anyio, httpx) or the sandbox. tools_app's
-own errors come out as ``ToolError``, whose message the model and the client may read.
+no such call never loads the MCP client (mcp, anyio, httpx) or the sandbox. The errors
+that a call reports to the model and the client come out as ``ToolError``; any other
+(a container that expires while its code runs) fails the response, as it always did.
 """
 
 from __future__ import annotations
@@ -12,6 +13,9 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+
+from responses_app.files.containers import copy_into_container
+from responses_app.models import Tenant
 
 
 class ToolError(Exception):
@@ -68,6 +72,16 @@ def resolve_container(tenant_id: int, spec: str | dict[str, Any], reuse_id: str 
     try:
         return resolve(tenant_id, spec, reuse_id=reuse_id)
     except ContainerNotFound as error:
+        raise ToolError(str(error)) from error
+
+
+def seed_container(tenant: Tenant, container_id: str, file_ids: list[str]) -> None:
+    """Copy the tool's ``file_ids`` into the container it just made."""
+    from tools_app.containers import ContainerNotFound
+
+    try:
+        copy_into_container(tenant, container_id, file_ids)
+    except ContainerNotFound as error:  # gone before its files were in
         raise ToolError(str(error)) from error
 
 
