@@ -5,6 +5,7 @@ and digits), lower-cased, English stop words dropped, each stemmed (Snowball), s
 from __future__ import annotations
 
 import re
+import threading
 from functools import lru_cache
 
 import snowballstemmer
@@ -19,7 +20,9 @@ only or other our ours ourselves out over own same she should so some such than 
 themselves then there these they this those through to too under until up very was we were what when where which
 while who whom why will with would you your yours yourself yourselves
 """.split())
-_stemmer = snowballstemmer.stemmer("english")
+# A Snowball stemmer keeps the word it is stemming in the instance: one per thread (a
+# worker's threads pool ingests several files at once, Daphne's threads search).
+_local = threading.local()
 
 
 def terms(text: str) -> list[str]:
@@ -36,4 +39,7 @@ def store_token(vector_store_id: str) -> str:
 @lru_cache(maxsize=200_000)
 def _stem(word: str) -> str:
     # Snowball is pure Python; a document's words repeat, so the cache does most of the work.
-    return _stemmer.stemWord(word)
+    stemmer = getattr(_local, "stemmer", None)
+    if stemmer is None:
+        stemmer = _local.stemmer = snowballstemmer.stemmer("english")
+    return stemmer.stemWord(word)

@@ -105,6 +105,9 @@ def deliver(delivery_id: int) -> None:
     delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
     attempt = post(delivery)
     with transaction.atomic():
+        # Its endpoint (and so the delivery) may have been deleted during the POST.
+        if not WebhookDelivery.objects.select_for_update().filter(pk=delivery_id).exists():
+            return
         attempt.save()
         if attempt.succeeded:
             delivery.status, delivery.delivered_at, delivery.next_attempt_at = DeliveryStatus.DELIVERED, now, None
