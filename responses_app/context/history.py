@@ -17,7 +17,8 @@ from responses_app import selectors
 from responses_app.context import truncation
 from responses_app.context.compaction import as_prompt_item, compacted
 from responses_app.conversations.items import history as conversation_items
-from responses_app.harmony.prompt import PromptError, PromptRequest, render_prompt
+from responses_app.harmony.messages import PromptError
+from responses_app.harmony.prompt import PromptRequest, render_prompt
 from responses_app.models import Response
 from responses_app.wire.errors import InvalidRequest
 

@@ -32,8 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from responses_app.engines.base import SUMMARY_REQUEST
+from responses_app.harmony.continuations import tool_result_tokens
 from responses_app.harmony.encoding import get_encoding, vocabulary_dir
-from responses_app.harmony.prompt import PromptRequest, render_prompt, tool_result_tokens
+from responses_app.harmony.prompt import PromptRequest, render_prompt
 from responses_app.harmony.vocab import VOCAB_FILE, VOCAB_SHA256, verify_vocabulary
 
 if TYPE_CHECKING:

@@ -38,14 +38,10 @@ from openai_harmony import HarmonyEncoding, Message, Role, StreamableParser
 
 from responses_app.engines.base import SUMMARY_REQUEST, EngineChunk, EngineDead, SamplingParams
 from responses_app.harmony import file_search
+from responses_app.harmony.continuations import open_recipient
 from responses_app.harmony.encoding import get_encoding, markup_tokens, special_token_id
-from responses_app.harmony.prompt import (
-    BROWSER_NAMESPACE,
-    FUNCTION_CALL_CONTENT_TYPE,
-    PYTHON_RECIPIENT,
-    REASONING_SUMMARY_REQUEST,
-    open_recipient,
-)
+from responses_app.harmony.messages import BROWSER_NAMESPACE, FUNCTION_CALL_CONTENT_TYPE, PYTHON_RECIPIENT
+from responses_app.harmony.prompt import REASONING_SUMMARY_REQUEST
 
 SCRIPT_PREFIX = "<|channel|>"
 MESSAGE_START = "<|message|>"

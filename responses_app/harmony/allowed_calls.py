@@ -6,7 +6,7 @@ whatever a turn allows). On vLLM, a structural tag (xgrammar's) holds the model 
 allowed recipients as it writes them; on every engine, the worker checks each call's
 recipient when its header is complete and answers a call that is not allowed with a tool
 message that says so, before anything of it reaches the client. ``mode: "required"`` also
-prefills the start of a call (harmony/prompt.forced_call_prefix).
+prefills the start of a call (harmony/continuations.forced_call_prefix).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 
 from responses_app.harmony import file_search
 from responses_app.harmony.client_tools import CLIENT_TOOLS
-from responses_app.harmony.prompt import BROWSER_NAMESPACE, FUNCTIONS_NAMESPACE, PYTHON_RECIPIENT
+from responses_app.harmony.messages import BROWSER_NAMESPACE, FUNCTIONS_NAMESPACE, PYTHON_RECIPIENT
 from responses_app.wire.tool_types import WEB_SEARCH_TYPES
 
 # Where a harmony header names its recipient: "<|channel|>commentary to=functions.f" or

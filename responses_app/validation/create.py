@@ -568,7 +568,7 @@ def _input_message(item: dict[str, Any], param: str) -> dict[str, Any]:
         raise invalid_type(f"{param}.content", "a string or a non-empty array", content)
     message = _message_item(role, parts, _item_id(item, param, "msg"))
     if role == "assistant" and item.get("phase") is not None:
-        message["phase"] = item["phase"]  # the channel the model wrote it on (harmony/prompt.py)
+        message["phase"] = item["phase"]  # the channel the model wrote it on (harmony/history.py)
     return message
 
 

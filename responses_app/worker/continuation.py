@@ -9,7 +9,7 @@ events say:
 - text the model was writing (reasoning, a message, a function or custom tool call's
   arguments, a code interpreter's code, an MCP call's arguments) is *reopened*: the
   prompt is the response's prompt and the output before the item, then the item's start
-  as it stands (harmony/prompt.reopened_item_prefix), and the model goes on writing it;
+  as it stands (harmony/continuations.reopened_item_prefix), and the model goes on writing it;
 - a server-side call whose arguments were whole is *run again* when running it twice is
   harmless: a read-only MCP tool (readOnlyHint), a web search or a file search (the model
   writes its call again into the same item), a code interpreter call that had not

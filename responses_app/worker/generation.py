@@ -20,15 +20,15 @@ from django.conf import settings
 from responses_app.context.history import ChainBroken, PromptTooLong, response_history, response_prompt
 from responses_app.engines.base import EngineDead, SamplingParams
 from responses_app.engines.host import engine_host
-from responses_app.harmony.parser import HarmonyOutputError, MessageFinished, MessageStarted, OutputParser, ParserEvent
-from responses_app.harmony.prompt import (
-    PromptError,
+from responses_app.harmony.continuations import (
     assistant_tokens,
     forced_call_prefix,
     open_recipient,
     reopened_item_prefix,
     tool_result_tokens,
 )
+from responses_app.harmony.messages import PromptError
+from responses_app.harmony.parser import HarmonyOutputError, MessageFinished, MessageStarted, OutputParser, ParserEvent
 from responses_app.lib.db_outage import read_on_a_live_connection
 from responses_app.models import Response, ResponseStatus
 from responses_app.stream.builder import MESSAGE_ITEM_TYPES, EventBuilder

@@ -16,9 +16,11 @@ from responses_app.context import compaction
 from responses_app.context.history import PromptTooLong, fit_prompt
 from responses_app.engines.base import SamplingParams
 from responses_app.engines.host import engine_host
+from responses_app.harmony.continuations import reopened_item_prefix
 from responses_app.harmony.encoding import stop_token_ids
+from responses_app.harmony.messages import PromptError
 from responses_app.harmony.parser import ContentDelta, HarmonyOutputError, MessageFinished, MessageStarted, OutputParser
-from responses_app.harmony.prompt import PromptError, reopened_item_prefix, summary_prompt
+from responses_app.harmony.prompt import summary_prompt
 from responses_app.lib.ids import new_id
 from responses_app.models import Response
 from responses_app.stream.builder import EventBuilder

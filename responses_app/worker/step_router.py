@@ -11,8 +11,9 @@ from typing import Any
 from responses_app.harmony import file_search
 from responses_app.harmony.allowed_calls import AllowedCalls
 from responses_app.harmony.client_tools import CLIENT_TOOLS
+from responses_app.harmony.continuations import MISSING_RECIPIENT
+from responses_app.harmony.messages import FUNCTIONS_NAMESPACE, SEARCH_TOOL
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageKind, MessageStarted, ParserEvent
-from responses_app.harmony.prompt import FUNCTIONS_NAMESPACE, MISSING_RECIPIENT, SEARCH_TOOL
 from responses_app.harmony.tool_search import search_tool
 from responses_app.stream.builder import EventBuilder
 from responses_app.worker.tools.base import ToolCall

@@ -19,7 +19,7 @@ class TokenAccount:
     prior_output_tokens: int = 0
     prior_reasoning_tokens: int = 0
     # Its first message's "<|start|>assistant", counted as output by the lost worker's
-    # count (harmony/prompt.assistant_tokens): reasoning too if that message is.
+    # count (harmony/continuations.assistant_tokens): reasoning too if that message is.
     opened_tokens: int = 0
 
     def generated(self) -> int:

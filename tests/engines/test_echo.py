@@ -7,9 +7,10 @@ import time
 
 from responses_app.engines.base import EngineChunk, SamplingParams
 from responses_app.engines.echo import EchoEngine
+from responses_app.harmony.continuations import forced_call_prefix
 from responses_app.harmony.encoding import get_encoding, special_token_id, stop_token_ids
 from responses_app.harmony.parser import MessageFinished, OutputParser
-from responses_app.harmony.prompt import PromptRequest, forced_call_prefix, render_prompt
+from responses_app.harmony.prompt import PromptRequest, render_prompt
 
 WEATHER_TOOL = {
     "type": "function",

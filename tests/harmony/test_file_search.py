@@ -7,8 +7,9 @@ from __future__ import annotations
 import pytest
 
 from responses_app.harmony import file_search
+from responses_app.harmony.continuations import forced_call_prefix, reopened_item_prefix
 from responses_app.harmony.encoding import get_encoding
-from responses_app.harmony.prompt import TOOL_ITEM_RENDERERS, forced_call_prefix, reopened_item_prefix
+from responses_app.harmony.history import TOOL_ITEM_RENDERERS
 
 RESULTS = [{"file_id": "file-a", "filename": "leave.md", "score": 0.8, "text": "27 days of leave.", "attributes": {}},
            {"file_id": "file-b", "filename": "expenses.md", "score": 0.3, "text": "Second class.", "attributes": {}}]

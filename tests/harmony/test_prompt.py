@@ -8,7 +8,8 @@ import threading
 import pytest
 
 from responses_app.harmony.encoding import get_encoding, special_token_id, stop_token_ids
-from responses_app.harmony.prompt import VERBOSITY, PromptError, PromptRequest, render_prompt
+from responses_app.harmony.messages import PromptError
+from responses_app.harmony.prompt import VERBOSITY, PromptRequest, render_prompt
 
 WEATHER_TOOL = {
     "type": "function",

@@ -104,7 +104,7 @@ def test_nesting_past_the_limit_is_always_a_400(depth: int):
 
 
 def test_messages_read_back_from_a_conversation_and_dumped_by_the_sdk_are_accepted_with_their_phase():
-    from responses_app.harmony.prompt import history_messages
+    from responses_app.harmony.history import history_messages
 
     user = {"id": "msg_a", "type": "message", "role": "user", "status": "completed", "phase": None,
             "content": [{"type": "input_text", "text": "Hello", "prompt_cache_breakpoint": None}]}

@@ -14,7 +14,7 @@ from __future__ import annotations
 from openai.types import responses as types
 
 from responses_app.harmony.client_tools import ClientTool, UnreadableCall, call_fields
-from responses_app.harmony.prompt import FUNCTIONS_NAMESPACE
+from responses_app.harmony.messages import FUNCTIONS_NAMESPACE
 from responses_app.lib.ids import new_id
 from responses_app.stream.builder import EventBuilder
 from responses_app.worker.tools.base import ToolResult, WholeCall

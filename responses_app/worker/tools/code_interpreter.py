@@ -8,7 +8,7 @@ from typing import Any
 from django.conf import settings
 from openai.types import responses as types
 
-from responses_app.harmony.prompt import PYTHON_RECIPIENT
+from responses_app.harmony.messages import PYTHON_RECIPIENT
 from responses_app.lib.ids import new_id
 from responses_app.worker.tools import tools_app_adapter
 from responses_app.worker.tools.base import INTERRUPTED, ToolResult

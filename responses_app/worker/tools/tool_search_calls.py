@@ -10,7 +10,7 @@ from typing import Any
 
 from responses_app.harmony import tool_search
 from responses_app.harmony.client_tools import UnreadableCall, json_arguments
-from responses_app.harmony.prompt import FUNCTIONS_NAMESPACE, SEARCH_TOOL
+from responses_app.harmony.messages import FUNCTIONS_NAMESPACE, SEARCH_TOOL
 from responses_app.lib.ids import new_id
 from responses_app.stream.builder import EventBuilder
 from responses_app.worker.tools.base import ToolResult, WholeCall

@@ -17,7 +17,7 @@ from openai import BaseModel
 
 from responses_app.harmony import file_search
 from responses_app.harmony.file_search import file_citations
-from responses_app.harmony.prompt import BROWSER_NAMESPACE, PYTHON_RECIPIENT
+from responses_app.harmony.messages import BROWSER_NAMESPACE, PYTHON_RECIPIENT
 from responses_app.models import Response
 from responses_app.stream.builder import EventBuilder
 from responses_app.wire.tool_types import WEB_SEARCH_TYPES

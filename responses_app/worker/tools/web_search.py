@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from openai.types import responses as types
 
-from responses_app.harmony.prompt import BROWSER_NAMESPACE
+from responses_app.harmony.messages import BROWSER_NAMESPACE
 from responses_app.lib.ids import new_id
 from responses_app.worker.tools import tools_app_adapter
 from responses_app.worker.tools.base import ToolResult, WholeCall, json_object
