@@ -217,8 +217,9 @@ def child(database_url: str, redis_url: str, args: argparse.Namespace) -> dict[s
 
 
 def _wrap_phases(clock: PhaseClock) -> None:
-    from responses_app.api import authentication, views
+    from responses_app.api import views
     from responses_app.harmony.parser import OutputParser
+    from responses_app.http import authentication
     from responses_app.services import create
     from responses_app.stream import doorbell
     from responses_app.stream.builder import EventBuilder

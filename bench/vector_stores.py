@@ -140,7 +140,7 @@ def child(database_url: str, redis_url: str, args: argparse.Namespace) -> dict[s
 
 
 def new_store(tenant: Any, name: str) -> Any:
-    from responses_app.validation.vector_stores import parse_vector_store_create
+    from responses_app.vector_stores.requests import parse_vector_store_create
     from responses_app.vector_stores.store import create_vector_store
 
     return create_vector_store(tenant, parse_vector_store_create({"name": name}))
@@ -152,7 +152,7 @@ def add_files(tenant: Any, store: Any, documents: dict[str, str]) -> list[int]:
 
     from responses_app.files.store import create_file
     from responses_app.models import VectorStoreFile
-    from responses_app.validation.vector_stores import parse_file_create
+    from responses_app.vector_stores.requests import parse_file_create
     from responses_app.vector_stores.store import attach_file
 
     for name, text in documents.items():
@@ -165,8 +165,8 @@ def quality(tenant: Any) -> dict[str, Any]:
     """recall@5 and MRR of the handbook's questions for each ranking: words only, meaning
     only, and both fused (the default, hybrid)."""
     from responses_app.models import VectorStore
-    from responses_app.validation.search_options import Ranking
     from responses_app.vector_stores import ingest
+    from responses_app.vector_stores.search_options import Ranking
 
     documents, questions = handbook()
     store = new_store(tenant, "handbook")
@@ -225,10 +225,10 @@ def search_speed(tenant: Any, chunks: int, queries: int) -> dict[str, Any]:
 
     from responses_app.embeddings.registry import embedding_model
     from responses_app.models import StoredFile, VectorStore, VectorStoreFile
-    from responses_app.validation.search_options import Ranking
     from responses_app.vector_stores import indexing
     from responses_app.vector_stores.analysis import terms
     from responses_app.vector_stores.search import search
+    from responses_app.vector_stores.search_options import Ranking
 
     rng = random.Random(13)
     vocabulary = [f"{rng.choice('bcdfghklmnprstvz')}{rng.choice('aeiou')}{rng.choice('bcdfghklmnprstvz')}"

@@ -430,14 +430,14 @@ TENANT_MAX_WEBHOOK_ENDPOINTS = int(number("TENANT_MAX_WEBHOOK_ENDPOINTS"))
 # Prompt templates: versions of all a tenant's prompts together (each version is kept).
 TENANT_MAX_PROMPT_VERSIONS = int(number("TENANT_MAX_PROMPT_VERSIONS"))
 
-# Every /v1 view is a responses_app.api.base.ApiView, which sets its authentication,
+# Every /v1 view is a responses_app.http.base.ApiView, which sets its authentication,
 # permission and content negotiation; these defaults cover what DRF builds itself.
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["responses_app.api.authentication.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["responses_app.api.permissions.KeyScopePermission"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["responses_app.http.authentication.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["responses_app.http.permissions.KeyScopePermission"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
-    "EXCEPTION_HANDLER": "responses_app.api.exceptions.exception_handler",
+    "EXCEPTION_HANDLER": "responses_app.http.exceptions.exception_handler",
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
 }

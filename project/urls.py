@@ -5,7 +5,7 @@ from django.http import HttpRequest, HttpResponse
 from django.urls import include, path
 from django.views.defaults import page_not_found
 
-from responses_app.api.exceptions import error_response
+from responses_app.http.exceptions import error_response
 from responses_app.observability import views as observability
 from responses_app.wire.errors import NotFound
 

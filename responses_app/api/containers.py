@@ -14,10 +14,10 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse, StreamingHt
 from rest_framework.request import Request
 
 from responses_app.api import openapi
-from responses_app.api.base import ApiView
 from responses_app.api.file_download import attachment
-from responses_app.api.params import json_body, page_params
 from responses_app.files.containers import copy_file_into_container, create_with_files
+from responses_app.http.base import ApiView
+from responses_app.http.params import json_body, page_params
 from responses_app.lib.asyncdb import db
 from responses_app.models import Tenant
 from responses_app.validation.containers import parse_container_create, upload_name

@@ -6,9 +6,9 @@ from django.http import HttpResponseBase, JsonResponse
 from rest_framework.request import Request
 
 from responses_app.api import openapi
-from responses_app.api.base import ApiView
-from responses_app.api.params import include_param, json_body, page_params
 from responses_app.conversations import store
+from responses_app.http.base import ApiView
+from responses_app.http.params import include_param, json_body, page_params
 from responses_app.lib.asyncdb import db
 from responses_app.validation.conversations import (
     parse_conversation_create,

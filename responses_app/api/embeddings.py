@@ -6,11 +6,11 @@ from django.http import HttpResponseBase, JsonResponse
 from rest_framework.request import Request
 
 from responses_app.api import openapi
-from responses_app.api.base import ApiView
-from responses_app.api.params import json_body
 from responses_app.embeddings.create import create_embeddings
+from responses_app.embeddings.requests import parse_embeddings_create
+from responses_app.http.base import ApiView
+from responses_app.http.params import json_body
 from responses_app.lib.asyncdb import db
-from responses_app.validation.embeddings import parse_embeddings_create
 
 
 class EmbeddingsView(ApiView):

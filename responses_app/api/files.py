@@ -6,10 +6,10 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from rest_framework.request import Request
 
 from responses_app.api import openapi
-from responses_app.api.base import ApiView
 from responses_app.api.file_download import attachment
-from responses_app.api.params import page_params
 from responses_app.files import store
+from responses_app.http.base import ApiView
+from responses_app.http.params import page_params
 from responses_app.lib.asyncdb import db
 from responses_app.models import StoredFile, Tenant
 from responses_app.validation.files import upload_fields, upload_filename

@@ -13,7 +13,6 @@ from functools import cache
 from typing import Any
 
 from django.http import HttpResponseBase, JsonResponse
-from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from openai.types import (
@@ -25,8 +24,6 @@ from openai.types import (
     EmbeddingCreateParams,
     FileObject,
     Model,
-    VectorStore,
-    VectorStoreSearchResponse,
 )
 from openai.types.batch_create_params import BatchCreateParams
 from openai.types.container_create_params import ContainerCreateParams
@@ -50,14 +47,6 @@ from openai.types.responses import (
 from openai.types.responses.input_token_count_params import InputTokenCountParams
 from openai.types.responses.response_compact_params import ResponseCompactParams
 from openai.types.responses.response_create_params import ResponseCreateParamsBase
-from openai.types.vector_store_create_params import VectorStoreCreateParams
-from openai.types.vector_store_search_params import VectorStoreSearchParams
-from openai.types.vector_store_update_params import VectorStoreUpdateParams
-from openai.types.vector_stores import VectorStoreFile, VectorStoreFileBatch
-from openai.types.vector_stores.file_batch_create_params import FileBatchCreateParams
-from openai.types.vector_stores.file_content_response import FileContentResponse
-from openai.types.vector_stores.file_create_params import FileCreateParams as VectorStoreFileCreateParams
-from openai.types.vector_stores.file_update_params import FileUpdateParams as VectorStoreFileUpdateParams
 from openai.types.webhooks import (
     DeletedWebhookEndpoint,
     WebhookEndpoint,
@@ -71,24 +60,20 @@ from openai.types.webhooks.webhook_rotate_secret_params import WebhookRotateSecr
 from openai.types.webhooks.webhook_test_params import WebhookTestParams
 from openai.types.webhooks.webhook_update_params import WebhookUpdateParams
 from pydantic import TypeAdapter
-from pydantic.json_schema import JsonSchemaMode
 from rest_framework.permissions import AllowAny
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from responses_app.api.base import IgnoreAccept
+from responses_app.http.base import IgnoreAccept
+from responses_app.http.openapi import ERROR, PAGE, REF, Links, SdkTypes, deleted, list_of, ref
 from responses_app.models import FilePurpose
-from responses_app.validation.create import SUPPORTED_INCLUDE_VALUES
-
-REF = "#/components/schemas/{model}"
-
-
-def ref(name: str) -> dict[str, str]:
-    return {"$ref": REF.format(model=name)}
-
+from responses_app.vector_stores import openapi as vector_store_operations
+from responses_app.wire.request_body import SUPPORTED_INCLUDE_VALUES
 
 # (name in components, SDK type, pydantic mode: what a client sends is "validation").
-SDK_TYPES: tuple[tuple[str, Any, JsonSchemaMode], ...] = (
+# The SDK types of the operations declared here; with each capability's own, the
+# document's components (SDK_TYPES below).
+_SDK_TYPES: SdkTypes = (
     ("Response", Response, "serialization"),
     ("ResponseItemList", ResponseItemList, "serialization"),
     ("ResponseStreamEvent", ResponseStreamEvent, "serialization"),
@@ -127,32 +112,7 @@ SDK_TYPES: tuple[tuple[str, Any, JsonSchemaMode], ...] = (
     ("CreateEmbeddingResponse", CreateEmbeddingResponse, "serialization"),
     ("Batch", Batch, "serialization"),
     ("BatchCreateParams", BatchCreateParams, "validation"),
-    ("VectorStore", VectorStore, "serialization"),
-    ("VectorStoreCreateParams", VectorStoreCreateParams, "validation"),
-    ("VectorStoreUpdateParams", VectorStoreUpdateParams, "validation"),
-    ("VectorStoreSearchParams", VectorStoreSearchParams, "validation"),
-    ("VectorStoreSearchResponse", VectorStoreSearchResponse, "serialization"),
-    ("VectorStoreFile", VectorStoreFile, "serialization"),
-    ("VectorStoreFileCreateParams", VectorStoreFileCreateParams, "validation"),
-    ("VectorStoreFileUpdateParams", VectorStoreFileUpdateParams, "validation"),
-    ("VectorStoreFileContent", FileContentResponse, "serialization"),
-    ("VectorStoreFileBatch", VectorStoreFileBatch, "serialization"),
-    ("FileBatchCreateParams", FileBatchCreateParams, "validation"),
 )
-ERROR = {
-    "type": "object",
-    "required": ["error"],
-    "properties": {"error": {
-        "type": "object",
-        "required": ["message", "type", "param", "code"],
-        "properties": {
-            "message": {"type": "string"},
-            "type": {"type": "string"},
-            "param": {"type": ["string", "null"]},
-            "code": {"type": ["string", "null"]},
-        },
-    }},
-}
 # The request body of a create: the SDK's parameters, plus ``stream`` (the SDK splits them
 # into a streaming and a non-streaming type only to type the reply).
 CREATE_BODY = {"allOf": [ref("ResponseCreateParams"),
@@ -248,18 +208,6 @@ COMPACTED_RESPONSE = {
 }
 
 
-def list_of(item: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "required": ["object", "data", "first_id", "last_id", "has_more"],
-            "properties": {"object": {"const": "list"}, "data": {"type": "array", "items": item},
-                           "first_id": {"type": ["string", "null"]}, "last_id": {"type": ["string", "null"]},
-                           "has_more": {"type": "boolean"}}}
-
-
-def deleted(object_name: str) -> dict[str, Any]:
-    return {"type": "object", "required": ["id", "object", "deleted"],
-            "properties": {"id": {"type": "string"}, "object": {"const": object_name}, "deleted": {"type": "boolean"}}}
-
-
 def json_or_event_stream(description: str) -> dict[tuple[int, str], OpenApiResponse]:
     """200 as a Response object, or as an event stream of ResponseStreamEvent frames."""
     return {
@@ -312,8 +260,6 @@ MODELS = extend_schema(
     responses={200: OpenApiResponse({"oneOf": [MODEL_LIST, CODEX_CATALOG]})})
 MODEL = extend_schema(operation_id="retrieveModel", summary="Retrieve a model",
                       responses={200: OpenApiResponse(ref("Model"))})
-PAGE = [OpenApiParameter("after", str, description="The id of the last object of the previous page."),
-        OpenApiParameter("limit", int, description="1 to 100 (default 20).")]
 
 
 WEBHOOK_CREATE = extend_schema(operation_id="createWebhookEndpoint", summary="Create a webhook endpoint",
@@ -498,7 +444,7 @@ CONVERSATION_ITEM_DELETE = extend_schema(
 
 # OpenAPI links: what a create's answer lets a client call next (schemathesis follows them
 # in its stateful run). The create's operation, the parameters it fills, the operations.
-LINKS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
+_LINKS: Links = {
     "createResponse": ({"response_id": "$response.body#/id"},
                        ("retrieveResponse", "cancelResponse", "listInputItems", "deleteResponse")),
     "createConversation": ({"conversation_id": "$response.body#/id"},
@@ -520,18 +466,11 @@ LINKS: dict[str, tuple[dict[str, str], tuple[str, ...]]] = {
                                  "listScheduledResponseRuns", "deleteScheduledResponse")),
     "createPrompt": ({"prompt_id": "$response.body#/id"},
                      ("retrievePrompt", "createPromptVersion", "listPromptVersions", "deletePrompt")),
-    "createVectorStore": ({"vector_store_id": "$response.body#/id"},
-                          ("retrieveVectorStore", "listVectorStoreFiles", "updateVectorStore", "searchVectorStore",
-                           "deleteVectorStore")),
 }
 
-
-class ApiKeyScheme(OpenApiAuthenticationExtension):
-    target_class = "responses_app.api.authentication.ApiKeyAuthentication"
-    name = "ApiKey"
-
-    def get_security_definition(self, auto_schema: Any) -> dict[str, str]:
-        return {"type": "http", "scheme": "bearer", "description": "An API key: `Authorization: Bearer sk-...`."}
+# The document's components and links: the operations' above, and each capability's own.
+SDK_TYPES: SdkTypes = (*_SDK_TYPES, *vector_store_operations.SDK_TYPES)
+LINKS: Links = {**_LINKS, **vector_store_operations.LINKS}
 
 
 def add_sdk_schemas_and_errors(result: dict[str, Any], generator: Any, request: Any, public: bool) -> dict[str, Any]:
@@ -551,11 +490,7 @@ def add_sdk_schemas_and_errors(result: dict[str, Any], generator: Any, request: 
     # OpenAI's files do; the SDK's FileObject lists only the purposes that came before.
     purposes = schemas["FileObject"]["properties"]["purpose"]["enum"]
     purposes += [purpose for purpose in FilePurpose.values if purpose not in purposes]
-    # The SDK's FileUpdateParams also holds the path's vector_store_id; the body does not.
-    update = schemas["VectorStoreFileUpdateParams"]
-    update = schemas[update["$ref"].rsplit("/", 1)[-1]] if "$ref" in update else update
-    update["properties"].pop("vector_store_id")
-    update["required"] = [name for name in update["required"] if name != "vector_store_id"]
+    vector_store_operations.fix_schemas(schemas)
     schemas["Error"] = ERROR
     error = {"description": "An error in OpenAI's shape (4xx, 5xx).",
              "content": {"application/json": {"schema": ref("Error")}}}
@@ -603,75 +538,3 @@ class OpenApiDocumentView(APIView):
         return JsonResponse(openapi_document())
 
 
-# --- vector stores ---------------------------------------------------------------------------------
-
-
-def _page_of(item: dict[str, Any], object_name: str) -> dict[str, Any]:
-    """The one-page lists of a search and of a file's content (the SDK's SyncPage)."""
-    return {"type": "object", "required": ["object", "data", "has_more"],
-            "properties": {"object": {"const": object_name}, "data": {"type": "array", "items": item},
-                           "has_more": {"type": "boolean"}, "next_page": {"type": ["string", "null"]},
-                           "search_query": {"type": "array", "items": {"type": "string"}}}}
-
-
-CURSORS = [*PAGE, OpenApiParameter("before", str, description="The id of the first object of the next page."),
-           OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc.")]
-FILE_STATUS = OpenApiParameter("filter", str, enum=["in_progress", "completed", "failed", "cancelled"],
-                               description="Only the files of this status.")
-VECTOR_STORE_CREATE = extend_schema(
-    operation_id="createVectorStore", summary="Create a vector store, with files to ingest",
-    request={"application/json": ref("VectorStoreCreateParams")},
-    examples=[OpenApiExample("A store", request_only=True, value={"name": "handbook"})],
-    responses={200: OpenApiResponse(ref("VectorStore"))})
-VECTOR_STORE_LIST = extend_schema(operation_id="listVectorStores", summary="List the vector stores",
-                                  parameters=CURSORS, responses={200: OpenApiResponse(list_of(ref("VectorStore")))})
-VECTOR_STORE_RETRIEVE = extend_schema(operation_id="retrieveVectorStore", summary="Retrieve a vector store",
-                                      responses={200: OpenApiResponse(ref("VectorStore"))})
-VECTOR_STORE_UPDATE = extend_schema(
-    operation_id="updateVectorStore", summary="Update a vector store's name, metadata or expiry",
-    request={"application/json": ref("VectorStoreUpdateParams")},
-    responses={200: OpenApiResponse(ref("VectorStore"))})
-VECTOR_STORE_DELETE = extend_schema(operation_id="deleteVectorStore", summary="Delete a vector store and its index",
-                                    responses={200: OpenApiResponse(deleted("vector_store.deleted"))})
-VECTOR_STORE_SEARCH = extend_schema(
-    operation_id="searchVectorStore", summary="Search a vector store's chunks",
-    request={"application/json": ref("VectorStoreSearchParams")},
-    examples=[OpenApiExample("A query", request_only=True, value={"query": "How many days of leave?"})],
-    responses={200: OpenApiResponse(_page_of(ref("VectorStoreSearchResponse"), "vector_store.search_results.page"))})
-VECTOR_STORE_FILE_CREATE = extend_schema(
-    operation_id="createVectorStoreFile", summary="Add a file to a vector store (ingested in the background)",
-    request={"application/json": ref("VectorStoreFileCreateParams")},
-    examples=[OpenApiExample("A file", request_only=True,
-                             value={"file_id": "file-abc123", "attributes": {"team": "finance", "year": 2026}})],
-    responses={200: OpenApiResponse(ref("VectorStoreFile"))})
-VECTOR_STORE_FILE_LIST = extend_schema(
-    operation_id="listVectorStoreFiles", summary="List a vector store's files", parameters=[*CURSORS, FILE_STATUS],
-    responses={200: OpenApiResponse(list_of(ref("VectorStoreFile")))})
-VECTOR_STORE_FILE_RETRIEVE = extend_schema(
-    operation_id="retrieveVectorStoreFile", summary="Retrieve a vector store file",
-    responses={200: OpenApiResponse(ref("VectorStoreFile"))})
-VECTOR_STORE_FILE_UPDATE = extend_schema(
-    operation_id="updateVectorStoreFile", summary="Update a vector store file's attributes",
-    request={"application/json": ref("VectorStoreFileUpdateParams")},
-    examples=[OpenApiExample("Attributes", request_only=True, value={"attributes": {"year": 2027}})],
-    responses={200: OpenApiResponse(ref("VectorStoreFile"))})
-VECTOR_STORE_FILE_DELETE = extend_schema(
-    operation_id="deleteVectorStoreFile", summary="Take a file out of a vector store (the file stays)",
-    responses={200: OpenApiResponse(deleted("vector_store.file.deleted"))})
-VECTOR_STORE_FILE_CONTENT = extend_schema(
-    operation_id="retrieveVectorStoreFileContent", summary="The text of a vector store file, as it was read",
-    responses={200: OpenApiResponse(_page_of(ref("VectorStoreFileContent"), "vector_store.file_content.page"))})
-FILE_BATCH_CREATE = extend_schema(
-    operation_id="createVectorStoreFileBatch", summary="Add files to a vector store in one batch",
-    request={"application/json": ref("FileBatchCreateParams")},
-    examples=[OpenApiExample("Files", request_only=True,
-                             value={"file_ids": ["file-abc123"], "attributes": {"source": "handbook"}})],
-    responses={200: OpenApiResponse(ref("VectorStoreFileBatch"))})
-FILE_BATCH_RETRIEVE = extend_schema(operation_id="retrieveVectorStoreFileBatch", summary="Retrieve a file batch",
-                                    responses={200: OpenApiResponse(ref("VectorStoreFileBatch"))})
-FILE_BATCH_CANCEL = extend_schema(operation_id="cancelVectorStoreFileBatch", request=None,
-                                  summary="Cancel a file batch's files still in progress",
-                                  responses={200: OpenApiResponse(ref("VectorStoreFileBatch"))})
-FILE_BATCH_LIST_FILES = extend_schema(
-    operation_id="listFilesInVectorStoreBatch", summary="List a file batch's files", parameters=[*CURSORS, FILE_STATUS],
-    responses={200: OpenApiResponse(list_of(ref("VectorStoreFile")))})

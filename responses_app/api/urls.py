@@ -1,4 +1,4 @@
-"""Every endpoint under /v1, each an ApiView (api/base.py)."""
+"""Every endpoint under /v1, each an ApiView (http/base.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,10 @@ from responses_app.api import (
     openapi,
     prompts,
     scheduled_responses,
-    vector_stores,
     views,
     webhooks,
 )
+from responses_app.vector_stores import urls as vector_store_urls
 
 urlpatterns = [
     path("responses", views.ResponsesView.as_view()),
@@ -55,18 +55,6 @@ urlpatterns = [
     path("prompts", prompts.PromptsView.as_view()),
     path("prompts/<str:prompt_id>", prompts.PromptView.as_view()),
     path("prompts/<str:prompt_id>/versions", prompts.PromptVersionsView.as_view()),
-    path("vector_stores", vector_stores.VectorStoresView.as_view()),
-    path("vector_stores/<str:vector_store_id>", vector_stores.VectorStoreView.as_view()),
-    path("vector_stores/<str:vector_store_id>/search", vector_stores.VectorStoreSearchView.as_view()),
-    path("vector_stores/<str:vector_store_id>/files", vector_stores.VectorStoreFilesView.as_view()),
-    path("vector_stores/<str:vector_store_id>/files/<str:file_id>", vector_stores.VectorStoreFileView.as_view()),
-    path("vector_stores/<str:vector_store_id>/files/<str:file_id>/content",
-         vector_stores.VectorStoreFileContentView.as_view()),
-    path("vector_stores/<str:vector_store_id>/file_batches", vector_stores.FileBatchesView.as_view()),
-    path("vector_stores/<str:vector_store_id>/file_batches/<str:batch_id>", vector_stores.FileBatchView.as_view()),
-    path("vector_stores/<str:vector_store_id>/file_batches/<str:batch_id>/cancel",
-         vector_stores.FileBatchCancelView.as_view()),
-    path("vector_stores/<str:vector_store_id>/file_batches/<str:batch_id>/files",
-         vector_stores.FileBatchFilesView.as_view()),
+    *vector_store_urls.urlpatterns,
     path("openapi.json", openapi.OpenApiDocumentView.as_view()),
 ]

@@ -14,10 +14,10 @@ from rest_framework.request import Request
 
 from responses_app import selectors
 from responses_app.api import openapi
-from responses_app.api.base import ApiView
-from responses_app.api.params import bool_param, include_param, int_param, json_body, known_query, order_param
-from responses_app.api.throttling import TenantCreateThrottle
 from responses_app.context.compaction import compacted_response
+from responses_app.http.base import ApiView
+from responses_app.http.params import bool_param, include_param, int_param, json_body, known_query, order_param
+from responses_app.http.throttling import TenantCreateThrottle
 from responses_app.lib.asyncdb import db
 from responses_app.models import Response
 from responses_app.services.cancel import cancel_by_id, delete_response, request_cancel

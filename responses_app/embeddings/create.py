@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from responses_app.embeddings.registry import embedding_model, is_served
-from responses_app.validation.embeddings import EmbeddingsRequest
+from responses_app.embeddings.requests import EmbeddingsRequest
 from responses_app.wire.errors import InvalidRequest, NotFound
 
 # OpenAI's limits for its embedding models: each input, and all of a request's together.

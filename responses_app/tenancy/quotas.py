@@ -3,7 +3,7 @@
 - ``max_output_tokens``: a request may not ask for more (400), and one that does not ask
   gets the limit as its budget, so the Response object echoes what it was allowed.
 - ``requests_per_minute``: a sliding one-minute window in Redis (429 + Retry-After),
-  counted for each create request by the API's throttle (api/throttling.py).
+  counted for each create request by the API's throttle (http/throttling.py).
 - ``max_concurrent_background``: background responses queued or in progress at once
   (429 + Retry-After), checked inside the create transaction so that two concurrent
   creates cannot both take the last slot.

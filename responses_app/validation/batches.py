@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from responses_app.validation.create import parse_metadata
 from responses_app.wire.errors import InvalidRequest, invalid_type
+from responses_app.wire.metadata import parse_metadata
 from responses_app.wire.request_body import body_fields, is_integer
 
 # The one endpoint a batch of this server runs; the SDK lists OpenAI's others.

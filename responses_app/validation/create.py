@@ -36,13 +36,11 @@ from responses_app.validation.tools import (
     validate_tools,
 )
 from responses_app.wire.errors import InvalidRequest, invalid_type
+from responses_app.wire.metadata import MAX_METADATA_KEY, parse_metadata
 from responses_app.wire.objects import check_servable
-from responses_app.wire.request_body import body_fields
+from responses_app.wire.request_body import MAX_INTEGER, SUPPORTED_INCLUDE_VALUES, body_fields
 
 MESSAGE_ROLES = ("user", "system", "developer", "assistant")
-MAX_METADATA_PAIRS = 16
-MAX_METADATA_KEY = 64
-MAX_METADATA_VALUE = 512
 # client_metadata: what Codex sends (installation and session ids, its turn's metadata as
 # JSON of a few KiB), stored for operators.
 MAX_CLIENT_METADATA_PAIRS = 32
@@ -64,15 +62,8 @@ UNSUPPORTED_ITEM_TYPES = frozenset(
     }
 )
 MAX_CONTINUATION_ID = 256
-# The largest integer a client may give (token counts, cursors): what an integer column
-# and the engines' 32-bit counters hold.
-MAX_INTEGER = 2**31 - 1
 # Item ids are stored in columns of 64 characters (InputItem, ConversationItem).
 MAX_ITEM_ID_LENGTH = 64
-# What the stored items always hold and the wire leaves out unless asked (wire/objects.public_item).
-SUPPORTED_INCLUDE_VALUES = frozenset({"code_interpreter_call.outputs", "web_search_call.action.sources",
-                                      "file_search_call.results",
-                                      "reasoning.encrypted_content", "message.output_text.logprobs"})
 # What vLLM returns per token at most (its max_logprobs), as OpenAI bounds top_logprobs.
 MAX_TOP_LOGPROBS = 20
 
@@ -338,25 +329,6 @@ def _client_metadata(value: Any) -> dict[str, str]:
             raise InvalidRequest(f"client_metadata keys can be at most {MAX_METADATA_KEY} characters and values "
                                  f"{MAX_CLIENT_METADATA_VALUE}.", param=f"client_metadata.{key}")
     return dict(value or {})
-
-
-def parse_metadata(value: Any) -> dict[str, str]:
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise invalid_type("metadata", "an object", value)
-    if len(value) > MAX_METADATA_PAIRS:
-        raise InvalidRequest(f"'metadata' can have at most {MAX_METADATA_PAIRS} pairs, got {len(value)}.",
-                             param="metadata", code="object_above_max_properties")
-    for key, item in value.items():
-        if len(key) > MAX_METADATA_KEY:
-            raise InvalidRequest(f"Metadata keys can be at most {MAX_METADATA_KEY} characters.", param="metadata")
-        if not isinstance(item, str):
-            raise invalid_type(f"metadata.{key}", "a string", item)
-        if len(item) > MAX_METADATA_VALUE:
-            raise InvalidRequest(f"Metadata values can be at most {MAX_METADATA_VALUE} characters.",
-                                 param=f"metadata.{key}", code="string_above_max_length")
-    return dict(value)
 
 
 def _text(value: Any, model: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from responses_app.lib.ids import new_id
 from responses_app.validation.files import file_ids_field
 from responses_app.validation.json_schema import check_grammar
 from responses_app.validation.mcp_tool import validate_mcp_tool
-from responses_app.validation.search_options import parse_filter, parse_max_num_results, parse_ranking_options
+from responses_app.vector_stores.search_options import parse_filter, parse_max_num_results, parse_ranking_options
 from responses_app.wire.errors import InvalidRequest, invalid_type
 from responses_app.wire.tool_types import NAME_PATTERN, WEB_SEARCH_TYPES
 

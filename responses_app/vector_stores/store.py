@@ -27,8 +27,8 @@ from responses_app.models import (
     VectorStoreFileStatus,
 )
 from responses_app.observability import recorder
-from responses_app.validation.search_options import Filter, Ranking, parse_filter, parse_ranking_options
-from responses_app.validation.vector_stores import (
+from responses_app.vector_stores import indexing, ingest
+from responses_app.vector_stores.requests import (
     Attributes,
     ChunkingStrategy,
     FileToAttach,
@@ -36,8 +36,8 @@ from responses_app.validation.vector_stores import (
     VectorStoreCreate,
     VectorStoreUpdate,
 )
-from responses_app.vector_stores import indexing, ingest
 from responses_app.vector_stores.search import SearchResult, search
+from responses_app.vector_stores.search_options import Filter, Ranking, parse_filter, parse_ranking_options
 from responses_app.wire.errors import InvalidRequest, NotFound, RateLimited, or_not_found
 
 QUOTA_RETRY_AFTER_S = 60

@@ -1,7 +1,7 @@
 """Errors in OpenAI's shape: ``{"error": {"message", "type", "param", "code"}}``.
 
 Every failure a client can cause is one of these exceptions; the API's exception handler
-(api/exceptions.py) renders them, so the SDK maps each status to its own exception class.
+(http/exceptions.py) renders them, so the SDK maps each status to its own exception class.
 """
 
 from __future__ import annotations

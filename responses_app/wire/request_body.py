@@ -7,6 +7,14 @@ from typing import Any, TypeGuard
 
 from responses_app.wire.errors import InvalidRequest
 
+# The largest integer a client may give (token counts, cursors): what an integer column
+# and the engines' 32-bit counters hold.
+MAX_INTEGER = 2**31 - 1
+# What the stored items always hold and the wire leaves out unless asked (wire/objects.public_item).
+SUPPORTED_INCLUDE_VALUES = frozenset({"code_interpreter_call.outputs", "web_search_call.action.sources",
+                                      "file_search_call.results",
+                                      "reasoning.encrypted_content", "message.output_text.logprobs"})
+
 
 def json_object(body: Any) -> dict[str, Any]:
     if not isinstance(body, dict):

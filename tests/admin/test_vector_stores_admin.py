@@ -27,10 +27,10 @@ from responses_app.models import (
     VectorStoreFileStatus,
     VectorStoreTerm,
 )
-from responses_app.validation.search_options import Ranking
-from responses_app.validation.vector_stores import parse_file_create, parse_vector_store_create
 from responses_app.vector_stores import ingest
+from responses_app.vector_stores.requests import parse_file_create, parse_vector_store_create
 from responses_app.vector_stores.search import search
+from responses_app.vector_stores.search_options import Ranking
 from responses_app.vector_stores.store import attach_file, create_vector_store
 from tests.admin.conftest import make_viewer
 

@@ -26,8 +26,8 @@ from responses_app.services.create import create_response
 from responses_app.services.recovery import reap_expired_leases
 from responses_app.stream.resume import ResumePoint
 from responses_app.validation.create import parse_create_request
-from responses_app.validation.vector_stores import parse_file_create, parse_vector_store_create
 from responses_app.vector_stores import ingest
+from responses_app.vector_stores.requests import parse_file_create, parse_vector_store_create
 from responses_app.vector_stores.store import attach_file, create_vector_store
 from responses_app.worker.batch_writer import BatchWriter
 from responses_app.worker.continuation import ended_with, open_item_action

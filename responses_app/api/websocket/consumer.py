@@ -42,10 +42,11 @@ from responses_app.stream.event_log import Frames
 from responses_app.stream.sse import sse_frame
 from responses_app.tenancy import quotas
 from responses_app.tenancy.api_keys import Caller, authenticate_bearer
-from responses_app.validation.create import MAX_INTEGER, parse_create_request
+from responses_app.validation.create import parse_create_request
 from responses_app.validation.steer import SteerRequest, parse_steer
 from responses_app.wire import json_input
 from responses_app.wire.errors import APIError, InvalidRequest, PermissionDenied, ServerError, invalid_type
+from responses_app.wire.request_body import MAX_INTEGER
 
 log = logging.getLogger(__name__)
 # Close codes the SDK's reconnect does not retry (Autobahn, under Daphne, lets a server

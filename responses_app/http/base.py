@@ -19,8 +19,8 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.request import Request
 from rest_framework.views import APIView
 
-from responses_app.api.authentication import ApiKeyAuthentication
-from responses_app.api.permissions import KeyScopePermission
+from responses_app.http.authentication import ApiKeyAuthentication
+from responses_app.http.permissions import KeyScopePermission
 from responses_app.lib.asyncdb import db
 from responses_app.wire.errors import MethodNotAllowed
 

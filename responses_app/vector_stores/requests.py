@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from responses_app.validation.create import MAX_METADATA_KEY, MAX_METADATA_PAIRS, MAX_METADATA_VALUE, parse_metadata
-from responses_app.validation.search_options import (
+from responses_app.vector_stores.search_options import (
     Filter,
     Ranking,
     parse_filter,
@@ -15,6 +14,7 @@ from responses_app.validation.search_options import (
     parse_ranking_options,
 )
 from responses_app.wire.errors import InvalidRequest, invalid_type
+from responses_app.wire.metadata import MAX_METADATA_KEY, MAX_METADATA_PAIRS, MAX_METADATA_VALUE, parse_metadata
 from responses_app.wire.request_body import body_fields, is_integer
 
 MAX_NAME = 256

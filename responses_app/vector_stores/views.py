@@ -6,12 +6,12 @@ from __future__ import annotations
 from django.http import HttpResponseBase, JsonResponse
 from rest_framework.request import Request
 
-from responses_app.api import openapi
-from responses_app.api.base import ApiView
-from responses_app.api.params import int_param, json_body, known_query, order_param
+from responses_app.http.base import ApiView
+from responses_app.http.params import int_param, json_body, known_query, order_param
 from responses_app.lib.asyncdb import db
 from responses_app.models import Tenant, VectorStore, VectorStoreFileBatch
-from responses_app.validation.vector_stores import (
+from responses_app.vector_stores import openapi, store
+from responses_app.vector_stores.requests import (
     parse_file_batch_create,
     parse_file_create,
     parse_file_update,
@@ -19,7 +19,6 @@ from responses_app.validation.vector_stores import (
     parse_vector_store_create,
     parse_vector_store_update,
 )
-from responses_app.vector_stores import store
 from responses_app.wire.objects import (
     file_batch_object,
     list_object,

@@ -8,9 +8,9 @@ from django.conf import settings
 from django.http import QueryDict
 from rest_framework.request import Request
 
-from responses_app.validation.create import MAX_INTEGER, SUPPORTED_INCLUDE_VALUES
 from responses_app.wire import json_input
 from responses_app.wire.errors import InvalidRequest
+from responses_app.wire.request_body import MAX_INTEGER, SUPPORTED_INCLUDE_VALUES
 
 
 def json_body(request: Request) -> Any:
