@@ -9,7 +9,15 @@ from typing import Any
 from django.db import connection
 from django.db.models import QuerySet
 
-from responses_app.models import TERMINAL_STATUSES, InputItem, OutputItem, Response, ResponseEvent, Tenant
+from responses_app.models import (
+    TERMINAL_STATUSES,
+    ConversationItem,
+    InputItem,
+    OutputItem,
+    Response,
+    ResponseEvent,
+    Tenant,
+)
 from responses_app.tenancy.retention import unexpired
 from responses_app.wire.errors import InvalidRequest, or_not_found
 from responses_app.wire.objects import item_object, list_object, response_object
@@ -24,6 +32,12 @@ def get_response(tenant: Tenant, response_id: str) -> Response:
 def input_items(response: Response) -> list[dict[str, Any]]:
     """A response's input items, in order."""
     return list(InputItem.objects.filter(response=response).order_by("position").values_list("data", flat=True))
+
+
+def conversation_items(conversation_id: str) -> list[dict[str, Any]]:
+    """The items of a conversation, in order: the history of a response working on it."""
+    return list(ConversationItem.objects.filter(conversation_id=conversation_id).order_by("position")
+                .values_list("data", flat=True))
 
 
 def output_items(response: Response) -> list[dict[str, Any]]:

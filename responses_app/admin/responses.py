@@ -26,8 +26,9 @@ from django.urls import URLPattern, path, reverse
 from django.utils import timezone
 from django.utils.html import format_html, format_html_join
 
+from responses_app import console_display as display
 from responses_app import selectors
-from responses_app.admin import display, live_tail
+from responses_app.admin import live_tail
 from responses_app.models import TERMINAL_EVENT_TYPES, Response
 from responses_app.services.cancel import delete_response, request_cancel, rerun_response
 from responses_app.stream import event_log

@@ -7,12 +7,12 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 
+from responses_app.batches.requests import BATCH_ENDPOINT, BatchCreate
 from responses_app.batches.runner import stop_batch
 from responses_app.dispatch.batch_slots import ADVANCE_BATCH_TASK, VALIDATE_BATCH_TASK, send_batch_task
 from responses_app.files import store as files
 from responses_app.lib.keyset import created_at_page
 from responses_app.models import Batch, FilePurpose, Tenant
-from responses_app.validation.batches import BATCH_ENDPOINT, BatchCreate
 from responses_app.wire.errors import InvalidRequest, NotFound, or_not_found
 
 

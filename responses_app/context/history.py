@@ -16,7 +16,6 @@ from django.conf import settings
 from responses_app import selectors
 from responses_app.context import truncation
 from responses_app.context.compaction import as_prompt_item, compacted
-from responses_app.conversations.items import history as conversation_items
 from responses_app.harmony.messages import PromptError
 from responses_app.harmony.prompt import PromptRequest, render_prompt
 from responses_app.models import Response
@@ -74,7 +73,7 @@ def response_history(response: Response) -> list[dict[str, Any]]:
     input (raises ChainBroken). A conversation's items cannot change while the response
     works on it (conversations/store.py), so every turn of the worker reads the same."""
     if response.conversation_id:
-        return conversation_items(response.conversation_id) + selectors.input_items(response)
+        return selectors.conversation_items(response.conversation_id) + selectors.input_items(response)
     return history(previous_chain(response.tenant_id, response.previous_response_id), selectors.input_items(response))
 
 

@@ -1,4 +1,4 @@
-"""Conversations (``client.conversations``): items.py reads and appends their items,
+"""Conversations (``client.conversations``): items.py appends their items,
 turns.py ties a response to one (its history in, its items out), store.py serves them to
 the API (validated bodies, pages).
 

@@ -1,4 +1,5 @@
-"""A conversation's items in the database: read in order, appended in order.
+"""A conversation's items in the database, appended in order (selectors.conversation_items
+reads them).
 
 Below the API (store.py) and the response's turn (turns.py) alike: it imports only models.
 """
@@ -12,12 +13,6 @@ from django.db.models import Max
 from responses_app.models import Conversation, ConversationItem
 
 LOCKED = "conversation_locked"
-
-
-def history(conversation_id: str) -> list[dict[str, Any]]:
-    """The items of a conversation, in order: the history of a response working on it."""
-    return list(ConversationItem.objects.filter(conversation_id=conversation_id).order_by("position")
-                .values_list("data", flat=True))
 
 
 def append_items(conversation: Conversation, items: list[dict[str, Any]], response_id: str | None = None,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from responses_app import selectors
-from responses_app.conversations.items import LOCKED, append_items, history
+from responses_app.conversations.items import LOCKED, append_items
 from responses_app.models import Conversation, ConversationItem, Response, ResponseStatus, Tenant
 from responses_app.wire.errors import Conflict, NotFound
 
@@ -24,7 +24,7 @@ def conversation_history(tenant: Tenant, conversation_id: str) -> list[dict[str,
     """The items a create on the conversation builds its prompt from (404 if not the tenant's)."""
     if not Conversation.objects.filter(tenant=tenant, pk=conversation_id).exists():
         raise _not_found(conversation_id)
-    return history(conversation_id)
+    return selectors.conversation_items(conversation_id)
 
 
 def claim(tenant: Tenant, conversation_id: str, response: Response) -> None:

@@ -11,6 +11,8 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from drf_spectacular.utils import OpenApiParameter
 from pydantic.json_schema import JsonSchemaMode
 
+from responses_app.wire.request_body import SUPPORTED_INCLUDE_VALUES
+
 # (name in components, SDK type, pydantic mode: what a client sends is "validation").
 SdkTypes = tuple[tuple[str, Any, JsonSchemaMode], ...]
 # A create's operation id -> (the parameters its answer fills, the operations it links to).
@@ -53,6 +55,8 @@ def deleted(object_name: str) -> dict[str, Any]:
 
 PAGE = [OpenApiParameter("after", str, description="The id of the last object of the previous page."),
         OpenApiParameter("limit", int, description="1 to 100 (default 20).")]
+INCLUDE = OpenApiParameter("include[]", str, many=True, enum=sorted(SUPPORTED_INCLUDE_VALUES),
+                           description="Output item fields to include.")
 
 
 class ApiKeyScheme(OpenApiAuthenticationExtension):

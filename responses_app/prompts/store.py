@@ -14,7 +14,7 @@ from django.db.models import Max
 from responses_app.models import PromptVersion, Tenant
 from responses_app.prompts.templates import variables_of
 from responses_app.tenancy.quotas import check_object_count
-from responses_app.validation.create import parse_input
+from responses_app.validation.input_items import parse_input
 from responses_app.wire.errors import InvalidRequest, NotFound, invalid_type
 from responses_app.wire.metadata import parse_metadata
 from responses_app.wire.objects import list_object

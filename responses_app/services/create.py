@@ -13,11 +13,11 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from responses_app.containers.files_in import check_file_ids
 from responses_app.context import compaction
 from responses_app.context.history import check_prompt, history, previous_chain
 from responses_app.conversations import turns
 from responses_app.dispatch.task_queue import try_send
-from responses_app.files.containers import check_file_ids
 from responses_app.files.inputs import read_input_files
 from responses_app.harmony.client_tools import CALL_OUTPUTS, answered_call_id
 from responses_app.models import (

@@ -22,6 +22,7 @@ from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageS
 from responses_app.lib.ids import new_id
 from responses_app.models import TERMINAL_EVENTS, Response
 from responses_app.stream.resume import ResumePoint
+from responses_app.stream.summary_events import SummaryEvents
 from responses_app.wire import encrypted_reasoning
 from responses_app.wire.objects import public_item, response_object
 
@@ -100,7 +101,7 @@ def delta_event(event_type: str, sequence_number: int, item_id: str, output_inde
     return event
 
 
-class EventBuilder:
+class EventBuilder(SummaryEvents):
     def __init__(self, response: Response, next_sequence_number: int, resumed: ResumePoint | None = None):
         """``resumed``: where an earlier writer's stream (a lost worker's) stopped
         (stream/resume.py): its items go on, and an item it left open stays open."""
@@ -346,49 +347,12 @@ class EventBuilder:
         self._emit(types.ResponseOutputItemDoneEvent, type="response.output_item.done", output_index=index, item=item)
         self._open_index = None
 
-    # --- reasoning summaries ------------------------------------------------------------------
+    # --- reasoning summaries (the rest: stream/summary_events.py) -----------------------------
 
     @property
     def summary_due(self) -> str | None:
         """The text of the reasoning item that waits for its summary, if one does."""
         return self._item_text(self.open_item) if self._summarizing and self.open_item else None
-
-    @property
-    def summary_written(self) -> str:
-        """The summary of the reasoning item that waits for it, as far as it is written
-        (a lost worker may have begun it)."""
-        item = self.open_item
-        return item["summary"][0]["text"] if self._summarizing and item and item["summary"] else ""
-
-    def summary_delta(self, text: str) -> None:
-        item, index = self.open_item, self._open_index
-        if item is None or index is None:
-            raise ValueError("no reasoning item waits for its summary")
-        common = {"item_id": item["id"], "output_index": index, "summary_index": 0}
-        if not item["summary"]:
-            item["summary"].append({"type": "summary_text", "text": ""})
-            self._dirty_items.add(index)
-            self._emit(types.ResponseReasoningSummaryPartAddedEvent, type="response.reasoning_summary_part.added",
-                       part={"type": "summary_text", "text": ""}, **common)
-        item["summary"][0]["text"] += text
-        self._grown_items.add(index)
-        self._emit(types.ResponseReasoningSummaryTextDeltaEvent, type="response.reasoning_summary_text.delta",
-                   delta=text, **common)
-
-    def finish_summary(self, status: str = "completed") -> None:
-        """The summary is written (or cut off): its done events, then the item's."""
-        item, index = self.open_item, self._open_index
-        if item is None or index is None:
-            raise ValueError("no reasoning item waits for its summary")
-        self._summarizing = False
-        if item["summary"]:
-            common = {"item_id": item["id"], "output_index": index, "summary_index": 0}
-            part = item["summary"][0]
-            self._emit(types.ResponseReasoningSummaryTextDoneEvent, type="response.reasoning_summary_text.done",
-                       text=part["text"], **common)
-            self._emit(types.ResponseReasoningSummaryPartDoneEvent, type="response.reasoning_summary_part.done",
-                       part=part, **common)
-        self._end_item(item, index, status)
 
     def _annotate(self, part: dict[str, Any], common: dict[str, Any]) -> None:
         # Citations are known only once the whole answer is: they come just before its done event.

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from responses_app.validation.create import parse_input
+from responses_app.validation.input_items import parse_input
 from responses_app.wire.errors import InvalidRequest, invalid_type
 
 STEER_FIELDS = frozenset({"type", "previous_response_id", "input"})

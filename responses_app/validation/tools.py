@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any, cast
 
+from responses_app.files.requests import file_ids_field
 from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.harmony.tool_search import TOOL_NAME as SEARCH_TOOL
 from responses_app.harmony.tool_search import is_deferred, search_tool
 from responses_app.lib.ids import new_id
-from responses_app.validation.files import file_ids_field
 from responses_app.validation.json_schema import check_grammar
 from responses_app.validation.mcp_tool import validate_mcp_tool
 from responses_app.vector_stores.search_options import parse_filter, parse_max_num_results, parse_ranking_options

@@ -314,7 +314,7 @@ def test_a_websocket_response_shows_its_session_its_lane_and_its_steering_input(
 def test_a_conversation_shows_its_items_in_order_each_with_the_response_it_came_from(
         operator_client, tenant, django_capture_on_commit_callbacks):
     from responses_app.conversations import store
-    from responses_app.validation.conversations import parse_conversation_create
+    from responses_app.conversations.requests import parse_conversation_create
 
     conversation = store.create_conversation(tenant, *parse_conversation_create(
         {"metadata": {"topic": "trains"}, "items": [{"role": "user", "content": "First words"}]}))

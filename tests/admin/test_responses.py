@@ -96,7 +96,7 @@ def test_the_event_timeline_pages_a_packed_log_as_it_paged_its_rows(staff_client
 
 
 def test_the_request_panel_shows_what_todays_clients_send():
-    from responses_app.admin.display import request_view
+    from responses_app.console_display import request_view
 
     shown = dict(request_view({"presence_penalty": 0.5, "client_metadata": {"session_id": "s-1"},
                                "reasoning": {"effort": "xhigh", "summary": "auto"}, "tools": []})["sampling"])

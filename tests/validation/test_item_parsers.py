@@ -13,8 +13,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from responses_app.conversations.requests import parse_conversation_create, parse_items_add
 from responses_app.prompts.store import _template
-from responses_app.validation.conversations import parse_conversation_create, parse_items_add
 from responses_app.validation.create import parse_create_request
 from responses_app.validation.steer import parse_steer
 from responses_app.wire.errors import InvalidRequest

@@ -14,7 +14,7 @@ from typing import Any
 
 from django.conf import settings
 
-from responses_app.files.containers import copy_into_container
+from responses_app.containers.files_in import copy_into_container
 from responses_app.models import Tenant
 
 

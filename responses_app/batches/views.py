@@ -5,12 +5,11 @@ from __future__ import annotations
 from django.http import HttpResponseBase, JsonResponse
 from rest_framework.request import Request
 
-from responses_app.api import openapi
-from responses_app.batches import store
+from responses_app.batches import openapi, store
+from responses_app.batches.requests import parse_batch_create
 from responses_app.http.base import ApiView
 from responses_app.http.params import json_body, page_params
 from responses_app.lib.asyncdb import db
-from responses_app.validation.batches import parse_batch_create
 from responses_app.wire.objects import batch_object, list_object
 
 

@@ -12,8 +12,8 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from responses_app.admin.display import pretty_json
 from responses_app.batches.runner import stop_batch
+from responses_app.console_display import pretty_json
 from responses_app.dispatch.batch_slots import ADVANCE_BATCH_TASK, send_batch_task
 from responses_app.models import Batch
 

@@ -26,7 +26,7 @@ from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html
 
-from responses_app.admin.display import compact_json, pretty_json
+from responses_app.console_display import compact_json, pretty_json
 from responses_app.models import VectorStore, VectorStoreFile
 from responses_app.vector_stores import reingest
 from responses_app.vector_stores.store import expires_at, is_expired

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from responses_app.validation.create import parse_input
+from responses_app.validation.input_items import parse_input
 from responses_app.wire.errors import InvalidRequest, invalid_type
 from responses_app.wire.metadata import parse_metadata
 from responses_app.wire.request_body import body_fields

@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.http import HttpResponseBase, JsonResponse
 from rest_framework.request import Request
 
-from responses_app.api import openapi
+from responses_app.embeddings import openapi
 from responses_app.embeddings.create import create_embeddings
 from responses_app.embeddings.requests import parse_embeddings_create
 from responses_app.http.base import ApiView

@@ -5,14 +5,13 @@ from __future__ import annotations
 from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from rest_framework.request import Request
 
-from responses_app.api import openapi
-from responses_app.api.file_download import attachment
-from responses_app.files import store
+from responses_app.files import openapi, store
+from responses_app.files.requests import upload_fields, upload_filename
 from responses_app.http.base import ApiView
+from responses_app.http.file_download import attachment
 from responses_app.http.params import page_params
 from responses_app.lib.asyncdb import db
 from responses_app.models import StoredFile, Tenant
-from responses_app.validation.files import upload_fields, upload_filename
 from responses_app.wire.errors import InvalidRequest
 from responses_app.wire.objects import file_object, list_object
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from responses_app.validation.files import file_ids_field
+from responses_app.files.requests import file_ids_field
 from responses_app.wire.errors import InvalidRequest, invalid_type
 from responses_app.wire.request_body import body_fields, is_integer
 

@@ -146,7 +146,7 @@ def test_a_read_only_key_lists_and_downloads_but_cannot_create_upload_or_delete(
 
 def test_a_download_streams_the_bytes_with_headers_that_keep_browsers_from_running_them(
         alice, stack, alice_key, settings):
-    from responses_app.api.file_download import CHUNK_BYTES
+    from responses_app.http.file_download import CHUNK_BYTES
 
     settings.CONTAINER_FILE_MAX_BYTES = 4 * CHUNK_BYTES
     container = alice.containers.create(name="download")

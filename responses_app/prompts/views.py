@@ -5,11 +5,10 @@ from __future__ import annotations
 from django.http import HttpResponseBase, JsonResponse
 from rest_framework.request import Request
 
-from responses_app.api import openapi
 from responses_app.http.base import ApiView
 from responses_app.http.params import json_body, known_query, page_params
 from responses_app.lib.asyncdb import db
-from responses_app.prompts import store
+from responses_app.prompts import openapi, store
 
 
 class PromptsView(ApiView):

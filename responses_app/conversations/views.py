@@ -5,16 +5,15 @@ from __future__ import annotations
 from django.http import HttpResponseBase, JsonResponse
 from rest_framework.request import Request
 
-from responses_app.api import openapi
-from responses_app.conversations import store
-from responses_app.http.base import ApiView
-from responses_app.http.params import include_param, json_body, page_params
-from responses_app.lib.asyncdb import db
-from responses_app.validation.conversations import (
+from responses_app.conversations import openapi, store
+from responses_app.conversations.requests import (
     parse_conversation_create,
     parse_conversation_update,
     parse_items_add,
 )
+from responses_app.http.base import ApiView
+from responses_app.http.params import include_param, json_body, page_params
+from responses_app.lib.asyncdb import db
 from responses_app.wire.objects import conversation_item_object
 
 

@@ -10,7 +10,7 @@ from django.http import HttpRequest
 from django.urls import reverse
 from django.utils.html import format_html
 
-from responses_app.admin.display import compact_json, item_view
+from responses_app.console_display import compact_json, item_view
 from responses_app.models import Conversation, ConversationItem
 
 PREVIEW_CHARS = 160
