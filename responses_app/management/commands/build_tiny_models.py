@@ -6,7 +6,8 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from responses_app.devtools.tiny_models import KINDS, ensure_model, verification_dates, vllm_greedy_mismatches
+from responses_app.devtools.tiny_models import KINDS, ensure_model, vllm_greedy_mismatches
+from responses_app.devtools.transcripts import verification_dates
 
 
 class Command(BaseCommand):
