@@ -1,7 +1,7 @@
 """A tenant's conversations and their items, as ``client.conversations`` and
 ``client.conversations.items`` manage them.
 
-Bodies are parsed by validation/conversations.py (items like a create's ``input``); items
+Bodies are parsed by conversations/requests.py (items like a create's ``input``); items
 are kept in order by position. While a response works on a conversation (``active_response``), its
 items cannot change: that response's prompt is built from them, and its own items are
 appended when it ends (turns.py); adding or deleting items then is a 409

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponseBase, JsonResponse
+from drf_spectacular.utils import extend_schema_view
 from rest_framework.request import Request
 
 from responses_app.conversations import openapi, store
@@ -13,7 +16,9 @@ from responses_app.conversations.requests import (
 )
 from responses_app.http.base import ApiView
 from responses_app.http.params import include_param, json_body, page_params
+from responses_app.http.resource import TenantObjectView
 from responses_app.lib.asyncdb import db
+from responses_app.models import Tenant
 from responses_app.wire.objects import conversation_item_object
 
 
@@ -27,24 +32,22 @@ class ConversationsView(ApiView):
         return JsonResponse(store.conversation_object(conversation))
 
 
-class ConversationView(ApiView):
+@extend_schema_view(get=openapi.CONVERSATION_RETRIEVE, post=openapi.CONVERSATION_UPDATE,
+                    delete=openapi.CONVERSATION_DELETE)
+class ConversationView(TenantObjectView):
     """GET, POST (update) and DELETE /v1/conversations/{id}"""
 
-    @openapi.CONVERSATION_RETRIEVE
-    async def get(self, request: Request, conversation_id: str) -> HttpResponseBase:
-        conversation = await db(store.get_conversation)(request.user.tenant, conversation_id)
-        return JsonResponse(store.conversation_object(conversation))
+    id_param, deleted_object = "conversation_id", "conversation.deleted"
 
-    @openapi.CONVERSATION_UPDATE
-    async def post(self, request: Request, conversation_id: str) -> HttpResponseBase:
-        metadata = parse_conversation_update(json_body(request))
-        conversation = await db(store.update_conversation)(request.user.tenant, conversation_id, metadata)
-        return JsonResponse(store.conversation_object(conversation))
+    def retrieve(self, tenant: Tenant, object_id: str) -> dict[str, Any]:
+        return store.conversation_object(store.get_conversation(tenant, object_id))
 
-    @openapi.CONVERSATION_DELETE
-    async def delete(self, request: Request, conversation_id: str) -> HttpResponseBase:
-        await db(store.delete_conversation)(request.user.tenant, conversation_id)
-        return JsonResponse({"id": conversation_id, "object": "conversation.deleted", "deleted": True})
+    def update(self, tenant: Tenant, object_id: str, body: Any) -> dict[str, Any]:
+        metadata = parse_conversation_update(body)
+        return store.conversation_object(store.update_conversation(tenant, object_id, metadata))
+
+    def destroy(self, tenant: Tenant, object_id: str) -> None:
+        store.delete_conversation(tenant, object_id)
 
 
 class ConversationItemsView(ApiView):

@@ -3,12 +3,17 @@ list and error shapes; the SDK reaches it with ``client.get/post/delete``."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponseBase, JsonResponse
+from drf_spectacular.utils import extend_schema_view
 from rest_framework.request import Request
 
 from responses_app.http.base import ApiView
 from responses_app.http.params import json_body, page_params
+from responses_app.http.resource import TenantObjectView
 from responses_app.lib.asyncdb import db
+from responses_app.models import Tenant
 from responses_app.schedules import openapi, service
 
 
@@ -27,23 +32,20 @@ class ScheduledResponsesView(ApiView):
         return JsonResponse(page)
 
 
-class ScheduledResponseView(ApiView):
+@extend_schema_view(get=openapi.SCHEDULE_RETRIEVE, post=openapi.SCHEDULE_UPDATE, delete=openapi.SCHEDULE_DELETE)
+class ScheduledResponseView(TenantObjectView):
     """GET, POST (update) and DELETE /v1/scheduled_responses/{id}"""
 
-    @openapi.SCHEDULE_RETRIEVE
-    async def get(self, request: Request, scheduled_response_id: str) -> HttpResponseBase:
-        schedule = await db(service.get_schedule)(request.user.tenant, scheduled_response_id)
-        return JsonResponse(await db(service.schedule_object)(schedule))
+    id_param, deleted_object = "scheduled_response_id", "scheduled_response.deleted"
 
-    @openapi.SCHEDULE_UPDATE
-    async def post(self, request: Request, scheduled_response_id: str) -> HttpResponseBase:
-        schedule = await db(service.update_schedule)(request.user.tenant, scheduled_response_id, json_body(request))
-        return JsonResponse(await db(service.schedule_object)(schedule))
+    def retrieve(self, tenant: Tenant, object_id: str) -> dict[str, Any]:
+        return service.schedule_object(service.get_schedule(tenant, object_id))
 
-    @openapi.SCHEDULE_DELETE
-    async def delete(self, request: Request, scheduled_response_id: str) -> HttpResponseBase:
-        await db(service.delete_schedule)(request.user.tenant, scheduled_response_id)
-        return JsonResponse({"id": scheduled_response_id, "object": "scheduled_response.deleted", "deleted": True})
+    def update(self, tenant: Tenant, object_id: str, body: Any) -> dict[str, Any]:
+        return service.schedule_object(service.update_schedule(tenant, object_id, body))
+
+    def destroy(self, tenant: Tenant, object_id: str) -> None:
+        service.delete_schedule(tenant, object_id)
 
 
 class ScheduledRunsView(ApiView):

@@ -1,6 +1,6 @@
 """A file's text cut into chunks of at most N tokens of gpt-oss's tokenizer (o200k), each
 overlapping the one before by M tokens, as the file's chunking strategy says
-(validation/vector_stores.py). A chunk is a slice of the original text's bytes, cut at the
+(vector_stores/requests.py). A chunk is a slice of the original text's bytes, cut at the
 tokens' offsets; a character that a token boundary splits is left out at the cut."""
 
 from __future__ import annotations

@@ -3,11 +3,15 @@ calls them."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponseBase, JsonResponse
+from drf_spectacular.utils import extend_schema_view
 from rest_framework.request import Request
 
 from responses_app.http.base import ApiView
 from responses_app.http.params import int_param, json_body, known_query, order_param
+from responses_app.http.resource import TenantObjectView
 from responses_app.lib.asyncdb import db
 from responses_app.models import Tenant, VectorStore, VectorStoreFileBatch
 from responses_app.vector_stores import openapi, store
@@ -60,22 +64,21 @@ class VectorStoresView(ApiView):
         return JsonResponse(list_object([_store(row) for row in page], more))
 
 
-class VectorStoreView(ApiView):
+@extend_schema_view(get=openapi.VECTOR_STORE_RETRIEVE, post=openapi.VECTOR_STORE_UPDATE,
+                    delete=openapi.VECTOR_STORE_DELETE)
+class VectorStoreView(TenantObjectView):
     """GET, POST (update) and DELETE /v1/vector_stores/{id}"""
 
-    @openapi.VECTOR_STORE_RETRIEVE
-    async def get(self, request: Request, vector_store_id: str) -> HttpResponseBase:
-        return JsonResponse(_store(await db(store.get_vector_store)(request.user.tenant, vector_store_id)))
+    id_param, deleted_object = "vector_store_id", "vector_store.deleted"
 
-    @openapi.VECTOR_STORE_UPDATE
-    async def post(self, request: Request, vector_store_id: str) -> HttpResponseBase:
-        update = parse_vector_store_update(json_body(request))
-        return JsonResponse(_store(await db(store.update_vector_store)(request.user.tenant, vector_store_id, update)))
+    def retrieve(self, tenant: Tenant, object_id: str) -> dict[str, Any]:
+        return _store(store.get_vector_store(tenant, object_id))
 
-    @openapi.VECTOR_STORE_DELETE
-    async def delete(self, request: Request, vector_store_id: str) -> HttpResponseBase:
-        await db(store.delete_vector_store)(request.user.tenant, vector_store_id)
-        return JsonResponse({"id": vector_store_id, "object": "vector_store.deleted", "deleted": True})
+    def update(self, tenant: Tenant, object_id: str, body: Any) -> dict[str, Any]:
+        return _store(store.update_vector_store(tenant, object_id, parse_vector_store_update(body)))
+
+    def destroy(self, tenant: Tenant, object_id: str) -> None:
+        store.delete_vector_store(tenant, object_id)
 
 
 class VectorStoreSearchView(ApiView):

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.http import HttpResponseBase, JsonResponse
+from drf_spectacular.utils import extend_schema_view
 from rest_framework.request import Request
 
 from responses_app.http.base import ApiView
 from responses_app.http.params import json_body, page_params
+from responses_app.http.resource import TenantObjectView
 from responses_app.lib.asyncdb import db
+from responses_app.models import Tenant
 from responses_app.webhooks import endpoints, openapi
 from responses_app.webhooks.outbox import EVENT_TYPES
 
@@ -27,23 +32,20 @@ class WebhookEndpointsView(ApiView):
         return JsonResponse(page)
 
 
-class WebhookEndpointView(ApiView):
+@extend_schema_view(get=openapi.WEBHOOK_RETRIEVE, post=openapi.WEBHOOK_UPDATE, delete=openapi.WEBHOOK_DELETE)
+class WebhookEndpointView(TenantObjectView):
     """GET, POST (update) and DELETE /v1/webhook_endpoints/{id}"""
 
-    @openapi.WEBHOOK_RETRIEVE
-    async def get(self, request: Request, webhook_endpoint_id: str) -> HttpResponseBase:
-        endpoint = await db(endpoints.get_endpoint)(request.user.tenant, webhook_endpoint_id)
-        return JsonResponse(endpoints.endpoint_object(endpoint))
+    id_param, deleted_object = "webhook_endpoint_id", "webhook_endpoint.deleted"
 
-    @openapi.WEBHOOK_UPDATE
-    async def post(self, request: Request, webhook_endpoint_id: str) -> HttpResponseBase:
-        endpoint = await db(endpoints.update_endpoint)(request.user.tenant, webhook_endpoint_id, json_body(request))
-        return JsonResponse(endpoints.endpoint_object(endpoint))
+    def retrieve(self, tenant: Tenant, object_id: str) -> dict[str, Any]:
+        return endpoints.endpoint_object(endpoints.get_endpoint(tenant, object_id))
 
-    @openapi.WEBHOOK_DELETE
-    async def delete(self, request: Request, webhook_endpoint_id: str) -> HttpResponseBase:
-        await db(endpoints.delete_endpoint)(request.user.tenant, webhook_endpoint_id)
-        return JsonResponse({"id": webhook_endpoint_id, "object": "webhook_endpoint.deleted", "deleted": True})
+    def update(self, tenant: Tenant, object_id: str, body: Any) -> dict[str, Any]:
+        return endpoints.endpoint_object(endpoints.update_endpoint(tenant, object_id, body))
+
+    def destroy(self, tenant: Tenant, object_id: str) -> None:
+        endpoints.delete_endpoint(tenant, object_id)
 
 
 class WebhookRotateSecretView(ApiView):

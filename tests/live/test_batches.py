@@ -1,6 +1,6 @@
 """The Batch API on the live stack, driven by the openai SDK as a client would: upload,
 batch, poll, output and error files, cancel mid-way, expiry, the batch.* webhooks, and
-tenants kept apart. The runner's finer points are in tests/api/test_batches.py; the faults
+tenants kept apart. The runner's finer points are in tests/batches/test_api.py; the faults
 a batch lives through are in tests/faults."""
 
 from __future__ import annotations
