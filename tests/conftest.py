@@ -133,6 +133,17 @@ def stack(live_stack: LiveStack) -> LiveStack:
     return live_stack
 
 
+@pytest.fixture(scope="session")
+def app(django_db_setup) -> Iterator[Any]:
+    """The ASGI application in this process (tests/inprocess.py), one for the session: the
+    in-process folders' ``stack`` (tests/inprocess_fixtures.py) serves it."""
+    from tests.inprocess import InProcessApp
+
+    app = InProcessApp()
+    yield app
+    app.close()
+
+
 @pytest.fixture
 def tenant(db) -> Any:
     """A tenant of the test's own, with an API key, in the test's rolled-back transaction

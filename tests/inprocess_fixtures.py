@@ -1,6 +1,7 @@
-"""The fixtures of the tests that run the API in this process (tests/inprocess.py): there
-``stack`` is the ASGI application on an httpx transport, with the worker's task run inline,
-so those tests need no live stack. A tests folder's conftest.py imports them."""
+"""The ``stack`` of the tests that run the API in this process (tests/inprocess.py): the
+session's ASGI application (``app``, tests/conftest.py) on an httpx transport, with the
+worker's task run inline, so those tests need no live stack. A tests folder's conftest.py
+imports it."""
 
 from __future__ import annotations
 
@@ -13,13 +14,6 @@ from responses_app.dispatch import batch_slots, task_queue
 from responses_app.vector_stores import ingest
 from tests.inprocess import InlineWorker, InProcessApp
 from tests.live.stack import FILES_DIR, STACK_ENV, model_registry
-
-
-@pytest.fixture(scope="session")
-def app(django_db_setup) -> Iterator[InProcessApp]:
-    app = InProcessApp()
-    yield app
-    app.close()
 
 
 @pytest.fixture

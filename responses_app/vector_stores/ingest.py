@@ -65,6 +65,7 @@ def ingest(store_file_id: int) -> None:
         return
     vectors = _embedded(store_file, pieces)
     usage = sum(len(text.encode()) for text, _ in pieces)
+    _beat(store_file.pk)  # embedding took time too; from the flip on, the row's lock says it is read
     with transaction.atomic():
         # The flip first: a cancel or a second ingestion that got there before finds nothing
         # to do, and this transaction writes no chunk.
@@ -80,6 +81,11 @@ def _start(store_file_id: int) -> bool:
     return bool(VectorStoreFile.objects.filter(_unread(_stale()), pk=store_file_id,
                                                status=VectorStoreFileStatus.IN_PROGRESS).update(
         ingest_attempts=F("ingest_attempts") + 1, ingest_beat_at=timezone.now()))
+
+
+def _beat(store_file_id: int) -> None:
+    """A sign of life of the worker reading the file."""
+    VectorStoreFile.objects.filter(pk=store_file_id).update(ingest_beat_at=timezone.now())
 
 
 def _stale() -> datetime:
@@ -98,10 +104,15 @@ def sweep_stalled() -> int:
     queue: a duplicate costs a query); fail those that were started
     VECTOR_STORE_INGEST_MAX_ATTEMPTS times and stalled. Returns how many it sent or failed."""
     stale = _stale()
-    stalled = VectorStoreFile.objects.filter(_unread(stale), status=VectorStoreFileStatus.IN_PROGRESS,
-                                             ingest_sent_at__lt=stale)
+    with transaction.atomic():
+        # A file whose index is being written is locked by that transaction (its flip to
+        # completed): skipped, not waited for, so that a sweep never holds a worker's thread
+        # behind another file's commit (PostgreSQL; SQLite has no row locks).
+        stalled = list(VectorStoreFile.objects.select_for_update(skip_locked=True)
+                       .filter(_unread(stale), status=VectorStoreFileStatus.IN_PROGRESS, ingest_sent_at__lt=stale)
+                       .only("pk", "ingest_attempts", "ingest_sent_at")[:1000])
     handled = 0
-    for store_file in stalled.only("pk", "ingest_attempts", "ingest_sent_at")[:1000]:
+    for store_file in stalled:
         if store_file.ingest_attempts >= settings.VECTOR_STORE_INGEST_MAX_ATTEMPTS:
             _fail(store_file, "server_error", f"Ingestion stopped unexpectedly {store_file.ingest_attempts} times "
                                               "(VECTOR_STORE_INGEST_MAX_ATTEMPTS).")
@@ -124,7 +135,7 @@ def _analyzed_chunks(store_file: VectorStoreFile) -> list[tuple[str, list[str]]]
     for piece in chunks(text, store_file.max_chunk_size_tokens, store_file.chunk_overlap_tokens):
         pieces.append((piece, terms(piece)))
         if time.monotonic() - beat > heartbeat_s:  # a long file is not a stalled one
-            VectorStoreFile.objects.filter(pk=store_file.pk).update(ingest_beat_at=timezone.now())
+            _beat(store_file.pk)
             beat = time.monotonic()
     if not any(chunk_terms for _, chunk_terms in pieces):
         raise IngestFailed("invalid_file", f"'{store_file.file.filename}' has no words to index.")

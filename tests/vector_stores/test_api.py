@@ -6,9 +6,12 @@ chunking, expiry, the caps, bad input, and isolation between tenants."""
 from __future__ import annotations
 
 import datetime as dt
+import threading
+import time
 
 import openai
 import pytest
+from django.db import connection, connections, transaction
 from django.utils import timezone
 
 from responses_app.vector_stores import ingest
@@ -313,6 +316,44 @@ def test_a_stalled_ingestion_is_sent_again_and_fails_after_its_attempts(carol: o
     ingest.sweep_stalled()
     failed = carol.vector_stores.files.retrieve(other, vector_store_id=store.id)
     assert failed.status == "failed" and failed.last_error.code == "server_error"
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite has no row locks to pass by")
+def test_the_sweep_passes_by_a_file_whose_index_is_being_written(carol: openai.OpenAI, db_access, monkeypatch,
+                                                                 settings):
+    from responses_app.models import VectorStoreFile
+
+    sent: list[int] = []
+    monkeypatch.setattr(ingest, "send_ingest_task", sent.append)
+    settings.VECTOR_STORE_INGEST_STALL_S = 2  # under the live stack's 8 s, as above
+    store = carol.vector_stores.create(name="locked")
+    file_id = upload(carol, "a.md", "Its index is being written.")
+    carol.vector_stores.files.create(store.id, file_id=file_id)
+    row = VectorStoreFile.objects.get(vector_store_id=store.id, file_id=file_id)
+    stale = timezone.now() - dt.timedelta(seconds=settings.VECTOR_STORE_INGEST_STALL_S + 1)
+    VectorStoreFile.objects.filter(pk=row.pk).update(ingest_sent_at=stale, ingest_beat_at=stale, ingest_attempts=1)
+    sent.clear()
+    # Another connection holds the row as an ingestion's transaction does from its flip on.
+    locked, release = threading.Event(), threading.Event()
+
+    def write_the_index() -> None:
+        with transaction.atomic():
+            VectorStoreFile.objects.select_for_update().get(pk=row.pk)
+            locked.set()
+            release.wait(30)
+        connections.close_all()
+
+    writer = threading.Thread(target=write_the_index)
+    writer.start()
+    try:
+        assert locked.wait(10)
+        started = time.monotonic()
+        assert ingest.sweep_stalled() == 0 and sent == []
+        assert time.monotonic() - started < 5  # passed by, not waited for
+    finally:
+        release.set()
+        writer.join()
+    assert ingest.sweep_stalled() == 1 and sent == [row.pk]  # once the lock is gone, it is stalled
 
 
 BAD_SEARCHES = [
