@@ -121,7 +121,8 @@ def test_a_dead_receiver_delays_neither_the_response_nor_another_tenants_deliver
         # Their backlog of 20 waits its turn in the database, not in the queue ahead of
         # others: attempts go on (each ends at the 3 s timeout), never more than a share at once.
         wait_until(lambda: len(hanging.received) >= 12, timeout=30)
-        assert hanging.max_open == settings.WEBHOOK_MAX_QUEUED_PER_ENDPOINT
+        # Several at once, never more than the share (on a loaded machine not all of it overlaps).
+        assert 1 < hanging.max_open <= settings.WEBHOOK_MAX_QUEUED_PER_ENDPOINT
     finally:
         hanging.close()
 
