@@ -15,9 +15,7 @@ from typing import Any
 from django.http import HttpResponseBase, JsonResponse
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
-from openai.types import (
-    Model,
-)
+from openai.types import Model
 from openai.types.responses import (
     InputTokenCountResponse,
     Response,

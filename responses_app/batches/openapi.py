@@ -4,9 +4,7 @@ each operation's declaration (views.py)."""
 from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
-from openai.types import (
-    Batch,
-)
+from openai.types import Batch
 from openai.types.batch_create_params import BatchCreateParams
 
 from responses_app.http.openapi import PAGE, Links, SdkTypes, list_of, ref

@@ -31,7 +31,6 @@ def fix_schemas(schemas: dict[str, Any]) -> None:
          "description": "With encoding_format 'base64': the float32 values, little-endian, in base64."}]}
 
 
-
 EMBEDDINGS_CREATE = extend_schema(
     operation_id="createEmbedding", summary="Embed texts or token ids with an embedding model",
     request={"application/json": ref("EmbeddingCreateParams")},

@@ -6,9 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from openai.types import (
-    FileObject,
-)
+from openai.types import FileObject
 
 from responses_app.http.openapi import PAGE, Links, SdkTypes, deleted, list_of, ref
 from responses_app.models import FilePurpose
@@ -27,7 +25,6 @@ def fix_schemas(schemas: dict[str, Any]) -> None:
     # OpenAI's files do; the SDK's FileObject lists only the purposes that came before.
     purposes = schemas["FileObject"]["properties"]["purpose"]["enum"]
     purposes += [purpose for purpose in FilePurpose.values if purpose not in purposes]
-
 
 
 FILE_CREATE = extend_schema(
