@@ -37,7 +37,7 @@ from responses_app.conversations import openapi as conversation_operations
 from responses_app.embeddings import openapi as embedding_operations
 from responses_app.files import openapi as file_operations
 from responses_app.http.base import IgnoreAccept
-from responses_app.http.openapi import ERROR, INCLUDE, REF, Links, SdkTypes, deleted, ref
+from responses_app.http.openapi import ERROR, INCLUDE, ORDER, REF, Links, SdkTypes, deleted, ref
 from responses_app.prompts import openapi as prompt_operations
 from responses_app.schedules import openapi as schedule_operations
 from responses_app.vector_stores import openapi as vector_store_operations
@@ -142,7 +142,7 @@ INPUT_ITEMS = extend_schema(
     parameters=[
         OpenApiParameter("after", str, description="An item id: list the items after it."),
         OpenApiParameter("limit", int, description="1 to 100 (default 20)."),
-        OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc."),
+        ORDER,
     ],
     responses={200: OpenApiResponse(ref("ResponseItemList"))})
 MODELS = extend_schema(
@@ -177,7 +177,6 @@ _LINKS: Links = {
                        ("retrieveResponse", "cancelResponse", "listInputItems", "deleteResponse")),
 }
 
-# The document's components and links: the operations' above, and each capability's own.
 # Each capability's operations (its openapi.py: SDK_TYPES, LINKS), and where the SDK's
 # types say other than the wire.
 CAPABILITIES = (container_operations, conversation_operations, embedding_operations, file_operations, batch_operations,

@@ -12,7 +12,7 @@ from openai.types import (
 from openai.types.container_create_params import ContainerCreateParams
 from openai.types.containers import FileCreateResponse, FileListResponse, FileRetrieveResponse
 
-from responses_app.http.openapi import PAGE, Links, SdkTypes, deleted, list_of, ref
+from responses_app.http.openapi import ORDER, PAGE, Links, SdkTypes, deleted, list_of, ref
 
 SDK_TYPES: SdkTypes = (
     ("ContainerCreateParams", ContainerCreateParams, "validation"),
@@ -39,7 +39,7 @@ CONTAINER_CREATE = extend_schema(
     responses={200: OpenApiResponse(ref("ContainerCreateResponse"))})
 CONTAINER_LIST = extend_schema(
     operation_id="listContainers", summary="List the containers",
-    parameters=[*PAGE, OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc."),
+    parameters=[*PAGE, ORDER,
                 OpenApiParameter("name", str, description="Only the containers of this name.")],
     responses={200: OpenApiResponse(list_of(ref("ContainerListResponse")))})
 CONTAINER_RETRIEVE = extend_schema(operation_id="retrieveContainer", summary="Retrieve a container",
@@ -55,7 +55,7 @@ CONTAINER_FILE_CREATE = extend_schema(
     responses={200: OpenApiResponse(ref("ContainerFileCreateResponse"))})
 CONTAINER_FILE_LIST = extend_schema(
     operation_id="listContainerFiles", summary="List a container's files",
-    parameters=[*PAGE, OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc.")],
+    parameters=[*PAGE, ORDER],
     responses={200: OpenApiResponse(list_of(ref("ContainerFileListResponse")))})
 CONTAINER_FILE_RETRIEVE = extend_schema(operation_id="retrieveContainerFile", summary="Retrieve a container file",
                                         responses={200: OpenApiResponse(ref("ContainerFileRetrieveResponse"))})

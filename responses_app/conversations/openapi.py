@@ -3,7 +3,7 @@ answer, the links a create's answer offers, and each operation's declaration (vi
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 from openai.types.conversations import (
     Conversation,
     ConversationDeletedResource,
@@ -14,7 +14,7 @@ from openai.types.conversations.conversation_create_params import ConversationCr
 from openai.types.conversations.conversation_update_params import ConversationUpdateParams
 from openai.types.conversations.item_create_params import ItemCreateParams
 
-from responses_app.http.openapi import INCLUDE, PAGE, Links, SdkTypes, ref
+from responses_app.http.openapi import INCLUDE, ORDER, PAGE, Links, SdkTypes, ref
 
 SDK_TYPES: SdkTypes = (
     ("Conversation", Conversation, "serialization"),
@@ -57,7 +57,7 @@ CONVERSATION_ITEMS_CREATE = extend_schema(
     responses={200: OpenApiResponse(ref("ConversationItemList"))})
 CONVERSATION_ITEMS_LIST = extend_schema(
     operation_id="listConversationItems", summary="List a conversation's items",
-    parameters=[*PAGE, OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc."), INCLUDE],
+    parameters=[*PAGE, ORDER, INCLUDE],
     responses={200: OpenApiResponse(ref("ConversationItemList"))})
 CONVERSATION_ITEM_RETRIEVE = extend_schema(
     operation_id="retrieveConversationItem", summary="Retrieve an item of a conversation", parameters=[INCLUDE],

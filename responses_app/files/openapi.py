@@ -8,7 +8,7 @@ from typing import Any
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from openai.types import FileObject
 
-from responses_app.http.openapi import PAGE, Links, SdkTypes, deleted, list_of, ref
+from responses_app.http.openapi import ORDER, PAGE, Links, SdkTypes, deleted, list_of, ref
 from responses_app.models import FilePurpose
 
 SDK_TYPES: SdkTypes = (
@@ -39,7 +39,7 @@ FILE_CREATE = extend_schema(
     responses={200: OpenApiResponse(ref("FileObject"))})
 FILE_LIST = extend_schema(
     operation_id="listFiles", summary="List the files",
-    parameters=[*PAGE, OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc."),
+    parameters=[*PAGE, ORDER,
                 OpenApiParameter("purpose", str, description="Only the files of this purpose.")],
     responses={200: OpenApiResponse(list_of(ref("FileObject")))})
 FILE_RETRIEVE = extend_schema(operation_id="retrieveFile", summary="Retrieve a file",

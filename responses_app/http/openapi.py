@@ -55,6 +55,7 @@ def deleted(object_name: str) -> dict[str, Any]:
 
 PAGE = [OpenApiParameter("after", str, description="The id of the last object of the previous page."),
         OpenApiParameter("limit", int, description="1 to 100 (default 20).")]
+ORDER = OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc.")
 INCLUDE = OpenApiParameter("include[]", str, many=True, enum=sorted(SUPPORTED_INCLUDE_VALUES),
                            description="Output item fields to include.")
 

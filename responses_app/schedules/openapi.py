@@ -4,9 +4,9 @@ SDK type describes them), the links a create's answer offers, and each operation
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse, extend_schema
 
-from responses_app.http.openapi import PAGE, Links, SdkTypes, deleted, list_of, ref
+from responses_app.http.openapi import ORDER, PAGE, Links, SdkTypes, deleted, list_of, ref
 
 SDK_TYPES: SdkTypes = ()
 LINKS: Links = {
@@ -52,7 +52,7 @@ SCHEDULE_CREATE = extend_schema(
         "name": "digest", "schedule": {"every_seconds": 60}, "request": {"model": "echo", "input": "Summarize."}})])
 SCHEDULE_LIST = extend_schema(
     operation_id="listScheduledResponses", summary="List scheduled responses",
-    parameters=[*PAGE, OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc.")],
+    parameters=[*PAGE, ORDER],
     responses={200: OpenApiResponse(list_of(SCHEDULED_RESPONSE))})
 SCHEDULE_RETRIEVE = extend_schema(operation_id="retrieveScheduledResponse", summary="Retrieve a scheduled response",
                                   responses={200: OpenApiResponse(SCHEDULED_RESPONSE)})

@@ -16,7 +16,7 @@ from openai.types.vector_stores.file_content_response import FileContentResponse
 from openai.types.vector_stores.file_create_params import FileCreateParams as VectorStoreFileCreateParams
 from openai.types.vector_stores.file_update_params import FileUpdateParams as VectorStoreFileUpdateParams
 
-from responses_app.http.openapi import PAGE, Links, SdkTypes, deleted, list_of, ref
+from responses_app.http.openapi import ORDER, PAGE, Links, SdkTypes, deleted, list_of, ref
 
 SDK_TYPES: SdkTypes = (
     ("VectorStore", VectorStore, "serialization"),
@@ -56,7 +56,7 @@ def _page_of(item: dict[str, Any], object_name: str) -> dict[str, Any]:
 
 
 CURSORS = [*PAGE, OpenApiParameter("before", str, description="The id of the first object of the next page."),
-           OpenApiParameter("order", str, enum=["asc", "desc"], description="Default desc.")]
+           ORDER]
 FILE_STATUS = OpenApiParameter("filter", str, enum=["in_progress", "completed", "failed", "cancelled"],
                                description="Only the files of this status.")
 VECTOR_STORE_CREATE = extend_schema(
