@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 from django.db import connection
+from django.db.backends.utils import CursorWrapper
 from django.db.models import F
 
 from responses_app.models import VectorStore, VectorStoreChunk, VectorStoreFile, VectorStoreTerm
@@ -53,21 +54,51 @@ def remove_chunks(store_file: VectorStoreFile) -> None:
 
 
 def _count_terms(store_id: str, held: Counter[str], sign: int) -> None:
-    # In the terms' order, so that two files of one store indexed at once on PostgreSQL lock
-    # the rows they share in the same order, never in a deadlock.
+    # In the terms' order (code points: Python's sort and COLLATE "C" agree), so that two
+    # files of one store indexed at once on PostgreSQL lock the rows they share in the same
+    # order, never in a deadlock. Every file of a store shares most of these rows, so their
+    # index writes queue behind each other from here to their commit: this is kept short.
     rows = sorted(held.items())
     with connection.cursor() as cursor:
-        if sign > 0:
-            for batch in _batches(rows):
-                cursor.execute(
-                    f"INSERT INTO {TERM_TABLE} (vector_store_id, term, chunks) VALUES "
-                    + ", ".join(["(%s, %s, %s)"] * len(batch))
-                    + f" ON CONFLICT (vector_store_id, term) DO UPDATE SET chunks = {TERM_TABLE}.chunks + "
-                    "excluded.chunks", [value for term, count in batch for value in (store_id, term, count)])
+        if connection.vendor == "postgresql":
+            _count_in_one_statement(cursor, store_id, rows, sign)
         else:
-            cursor.executemany(f"UPDATE {TERM_TABLE} SET chunks = chunks - %s WHERE vector_store_id = %s AND term = %s",
-                               [(count, store_id, term) for term, count in rows])
+            _count_in_batches(cursor, store_id, rows, sign)
+        if sign < 0:
             cursor.execute(f"DELETE FROM {TERM_TABLE} WHERE vector_store_id = %s AND chunks <= 0", [store_id])
+
+
+def _count_in_one_statement(cursor: CursorWrapper, store_id: str, rows: list[tuple[str, int]], sign: int) -> None:
+    """PostgreSQL: the counts as two arrays, in one statement (a file's 20,000 terms in a
+    third of the time of statements of INSERT_BATCH rows)."""
+    held = [[term for term, _ in rows], [count for _, count in rows]]
+    if sign > 0:
+        cursor.execute(
+            f"INSERT INTO {TERM_TABLE} (vector_store_id, term, chunks) SELECT %s, held.term, held.chunks "
+            "FROM unnest(%s::text[], %s::integer[]) AS held(term, chunks) "
+            f"ON CONFLICT (vector_store_id, term) DO UPDATE SET chunks = {TERM_TABLE}.chunks + excluded.chunks",
+            [store_id, *held])
+        return
+    # An UPDATE ... FROM locks in the order of its plan: the rows are locked first, in order.
+    cursor.execute(f"SELECT count(*) FROM (SELECT 1 FROM {TERM_TABLE} WHERE vector_store_id = %s AND term = ANY(%s) "
+                   'ORDER BY term COLLATE "C" FOR UPDATE) AS locked', [store_id, held[0]])
+    cursor.execute(f"UPDATE {TERM_TABLE} SET chunks = {TERM_TABLE}.chunks - held.chunks "
+                   "FROM unnest(%s::text[], %s::integer[]) AS held(term, chunks) "
+                   f"WHERE {TERM_TABLE}.vector_store_id = %s AND {TERM_TABLE}.term = held.term", [*held, store_id])
+
+
+def _count_in_batches(cursor: CursorWrapper, store_id: str, rows: list[tuple[str, int]], sign: int) -> None:
+    """SQLite: statements of INSERT_BATCH rows (it has no arrays, and no row locks to hold)."""
+    if sign < 0:
+        cursor.executemany(f"UPDATE {TERM_TABLE} SET chunks = chunks - %s WHERE vector_store_id = %s AND term = %s",
+                           [(count, store_id, term) for term, count in rows])
+        return
+    for batch in _batches(rows):
+        cursor.execute(
+            f"INSERT INTO {TERM_TABLE} (vector_store_id, term, chunks) VALUES "
+            + ", ".join(["(%s, %s, %s)"] * len(batch))
+            + f" ON CONFLICT (vector_store_id, term) DO UPDATE SET chunks = {TERM_TABLE}.chunks + "
+            "excluded.chunks", [value for term, count in batch for value in (store_id, term, count)])
 
 
 def _batches(rows: list[tuple[str, int]]) -> Iterable[list[tuple[str, int]]]:

@@ -46,7 +46,7 @@ STACK_ENV = {
     # a "2h" completion window of 20 s with promotion 10 s before its deadline.
     "WEBHOOK_SWEEP_INTERVAL_S": "1",
     "WEBHOOK_RETRY_BASE_S": "1",
-    "WEBHOOK_TIMEOUT_S": "3",
+    "WEBHOOK_TIMEOUT_S": "8",
     "DEFERRED_DISPATCH_INTERVAL_S": "1",
     "COMPLETION_WINDOW_2H_S": "20",
     "DEFERRED_PROMOTE_BEFORE_S": "10",

@@ -393,7 +393,9 @@ def test_webhook_tests_to_a_receiver_that_never_answers_hold_no_shared_thread(st
         with ThreadPoolExecutor(12) as pool:
             tests = [pool.submit(http.post, f"/webhook_endpoints/{endpoint}/test",
                                  json={"event_type": "response.completed"}) for _ in range(12)]
-            wait_until(lambda: receiver.max_open >= 12, timeout=10)
+            # All 12 held open at once: each is held up to the delivery timeout (8 s here),
+            # longer than a loaded machine takes to send the 12.
+            wait_until(lambda: receiver.max_open >= 12, timeout=20)
             assert models_latency(stack, alice_key) < 2
             answers = [test.result() for test in tests]
         # Each test ends at the delivery timeout, as unreachable (400), never as a 500.

@@ -343,11 +343,13 @@ def test_a_dead_vllm_engine_fails_its_response_clearly_and_a_new_engine_serves_t
     failed = events[-1]["response"]
     assert failed["status"] == "failed"
     assert "engine stopped while generating" in failed["error"]["message"]
-    # The worker replaces its dead engines, and the next responses are served again.
-    assert alice.responses.create(model="tiny-random", input="again", max_output_tokens=8,
-                                  **GREEDY).status == "incomplete"
-    assert alice.responses.create(model="tiny-trained", input=CAPITAL.input,
-                                  **GREEDY).output_text == final_text(CAPITAL.turns[0].completion)
+    # The worker replaces its dead engines, and the next responses are served again (once
+    # two engines have started again: on a loaded CPU, longer than the client's minute).
+    patient = alice.with_options(timeout=300)
+    assert patient.responses.create(model="tiny-random", input="again", max_output_tokens=8,
+                                    **GREEDY).status == "incomplete"
+    assert patient.responses.create(model="tiny-trained", input=CAPITAL.input,
+                                    **GREEDY).output_text == final_text(CAPITAL.turns[0].completion)
 
 
 def test_a_worker_killed_while_vllm_generates_ends_the_response_and_its_stream(alice, vllm_stack):
