@@ -19,6 +19,7 @@ from responses_app.context.compaction import as_prompt_item, compacted
 from responses_app.harmony.messages import PromptError
 from responses_app.harmony.prompt import PromptRequest, render_prompt
 from responses_app.models import Response
+from responses_app.models.response_params import ResponseParams
 from responses_app.wire.errors import InvalidRequest
 
 
@@ -54,14 +55,14 @@ def history(chain: list[Response], input_items: list[dict[str, Any]]) -> list[di
     return items + input_items
 
 
-def prompt_request(params: dict[str, Any], items: list[dict[str, Any]], day: date) -> PromptRequest:
+def prompt_request(params: ResponseParams, items: list[dict[str, Any]], day: date) -> PromptRequest:
     return PromptRequest(
         history=[as_prompt_item(item) for item in compacted(items)],
-        instructions=params.get("instructions"),
-        reasoning_effort=(params.get("reasoning") or {}).get("effort"),
-        verbosity=(params.get("text") or {}).get("verbosity"),
-        tools=params.get("tools", []),
-        tool_choice=params.get("tool_choice", "auto"),
+        instructions=params.instructions,
+        reasoning_effort=params.reasoning.effort,
+        verbosity=params.text.verbosity,
+        tools=params.tools,
+        tool_choice=params.tool_choice,
         conversation_date=day.isoformat(),
         mcp_listings=[item for item in items if item.get("type") == "mcp_list_tools"],
         python_timeout_s=settings.TOOL_CALL_TIMEOUT_S,
@@ -84,10 +85,10 @@ def response_prompt(response: Response, output: list[dict[str, Any]] | None = No
     PromptError, PromptTooLong). ``items``: its history, if already read."""
     if items is None:
         items = response_history(response)
-    return fit_prompt(response.model, response.request, items, list(output or []), response.created_at.date())
+    return fit_prompt(response.model, response.params, items, list(output or []), response.created_at.date())
 
 
-def fit_prompt(model: str, params: dict[str, Any], items: list[dict[str, Any]], output: list[dict[str, Any]],
+def fit_prompt(model: str, params: ResponseParams, items: list[dict[str, Any]], output: list[dict[str, Any]],
                day: date) -> tuple[list[int], int]:
     """(prompt, history items dropped): the whole prompt when it fits the model's context;
     else, with truncation "auto", the prompt less the fewest items from the start of
@@ -99,13 +100,13 @@ def fit_prompt(model: str, params: dict[str, Any], items: list[dict[str, Any]], 
     max_model_len = settings.MODEL_REGISTRY[model].get("max_model_len")
     if not max_model_len or len(prompt) < max_model_len:
         return prompt, 0
-    fitted = truncation.fit(items, output, render, max_model_len) if params.get("truncation") == "auto" else None
+    fitted = truncation.fit(items, output, render, max_model_len) if params.truncation == "auto" else None
     if fitted is None:
         raise PromptTooLong(len(prompt), max_model_len)
     return fitted
 
 
-def check_prompt(model: str, params: dict[str, Any], items: list[dict[str, Any]], day: date) -> int:
+def check_prompt(model: str, params: ResponseParams, items: list[dict[str, Any]], day: date) -> int:
     """Render the prompt of a response about to be created: its length in tokens (after
     any truncation), or a 400 if it can never run."""
     try:

@@ -12,6 +12,7 @@ from typing import Any
 from django.db import models
 
 from responses_app.lib.ids import new_id
+from responses_app.models.response_params import ResponseParams
 
 
 class Tenant(models.Model):
@@ -121,7 +122,7 @@ class Response(models.Model):
     background = models.BooleanField(default=False)
     store = models.BooleanField(default=True)
     # The validated request parameters (instructions, tools, sampling, metadata, ...):
-    # what the worker needs to build the prompt and what the Response object echoes.
+    # ResponseParams.to_stored(), read back typed as ``params``.
     request = models.JSONField(default=dict)
     previous_response_id = models.CharField(max_length=64, null=True, blank=True)
     # The conversation it belongs to (conversations/): its items are the prompt's history,
@@ -200,6 +201,11 @@ class Response(models.Model):
     @property
     def is_terminal(self) -> bool:
         return self.status in TERMINAL_STATUSES
+
+    @property
+    def params(self) -> ResponseParams:
+        """The stored request parameters, typed (a row of any age)."""
+        return ResponseParams.from_stored(self.request)
 
 
 class InputItem(models.Model):

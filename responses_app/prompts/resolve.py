@@ -10,18 +10,19 @@ from typing import Any
 from responses_app.files.inputs import read_input_files
 from responses_app.lib.ids import new_id
 from responses_app.models import Tenant
+from responses_app.models.response_params import PromptReference
 from responses_app.prompts.store import get_version
 from responses_app.prompts.templates import render, render_item
 from responses_app.wire.errors import InvalidRequest
 
 
-def prompt_input(tenant: Tenant, reference: dict[str, Any],
+def prompt_input(tenant: Tenant, reference: PromptReference,
                  instructions: str | None) -> tuple[str | None, list[dict[str, Any]]]:
     """The instructions (the prompt's, then the request's own) and the input items (the
     prompt's, before the request's) of a create that names ``reference``."""
-    version = get_version(tenant, reference["id"], reference.get("version"), id_param="prompt.id",
+    version = get_version(tenant, reference.id, reference.version, id_param="prompt.id",
                           version_param="prompt.version")
-    values = _values(tenant, reference.get("variables") or {}, version.variables)
+    values = _values(tenant, reference.variables, version.variables)
     combined = "\n\n".join(filter(None, [render(version.instructions, values), instructions]))
     items = [{**render_item(item, values), "id": new_id("msg")} for item in version.input]
     return combined or None, items

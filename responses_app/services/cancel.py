@@ -47,7 +47,7 @@ def rerun_response(response: Response) -> Response:
     # A fresh read: the row given may be stale, and these dicts go into a new row.
     original = Response.objects.select_related("tenant").get(pk=response.pk)
     request = CreateRequest(model=original.model, input_items=input_items(original), stream=False, background=True,
-                            store=True, previous_response_id=original.previous_response_id, params=original.request)
+                            store=True, previous_response_id=original.previous_response_id, params=original.params)
     with transaction.atomic():  # rerun_of is set before create_response's on_commit enqueues it
         rerun = create_response(original.tenant, request)
         Response.objects.filter(pk=rerun.pk).update(rerun_of=original)

@@ -5,6 +5,7 @@ count and a compaction's turn, which read the same context."""
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 from datetime import timedelta
 from typing import Any
 
@@ -28,6 +29,7 @@ from responses_app.models import (
     SteerState,
     Tenant,
 )
+from responses_app.models.response_params import ResponseParams
 from responses_app.prompts.resolve import prompt_input
 from responses_app.selectors import referenced_item
 from responses_app.sessions import lanes, steering
@@ -54,9 +56,9 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
     same_session = previous is not None and request.socket_session and request.socket_session == previous.socket_session
     steers = steering.pending_input(previous) if same_session and previous is not None else []
     prompt_items: list[dict[str, Any]] = []
-    if params.get("prompt"):
-        instructions, prompt_items = prompt_input(tenant, params["prompt"], params.get("instructions"))
-        params = {**params, "instructions": instructions}
+    if params.prompt is not None:
+        instructions, prompt_items = prompt_input(tenant, params.prompt, params.instructions)
+        params = replace(params, instructions=instructions)
     items = [item for steer in steers for item in steer.input_items] + resolve_input(
         tenant, prompt_items + request.input_items)
     _check_container_files(tenant, params)
@@ -79,7 +81,7 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
             model=request.model,
             background=request.background,
             store=request.store,
-            request=params,
+            request=params.to_stored(),
             previous_response_id=previous.id if previous else None,
             conversation_id=request.conversation_id,
             last_sequence_number=0,
@@ -133,7 +135,7 @@ def start_compaction(tenant: Tenant, request: CreateRequest) -> tuple[Response, 
     turn = CreateRequest(
         model=request.model, input_items=[*context, compaction.summary_request_item()], stream=False,
         background=False, store=False, previous_response_id=None,
-        params={**request.params, "truncation": "auto", "max_output_tokens": settings.COMPACTION_MAX_OUTPUT_TOKENS})
+        params=replace(request.params, truncation="auto", max_output_tokens=settings.COMPACTION_MAX_OUTPUT_TOKENS))
     return create_response(tenant, turn), compaction.kept_verbatim(context)
 
 def _earlier_items(tenant: Tenant, request: CreateRequest, previous: Response | None) -> list[dict[str, Any]]:
@@ -199,17 +201,17 @@ def resolve_input(tenant: Tenant, input_items: list[dict[str, Any]]) -> list[dic
     return read_input_files(tenant, resolved)
 
 
-def _check_container_files(tenant: Tenant, params: dict[str, Any]) -> None:
+def _check_container_files(tenant: Tenant, params: ResponseParams) -> None:
     """The files a code_interpreter tool's new container is to hold are the tenant's."""
-    for index, tool in enumerate(params.get("tools") or []):
+    for index, tool in enumerate(params.tools):
         container = tool.get("container") if tool.get("type") == "code_interpreter" else None
         if isinstance(container, dict) and container.get("file_ids"):
             check_file_ids(tenant, container["file_ids"], f"tools[{index}].container.file_ids")
 
 
-def _check_vector_stores(tenant: Tenant, params: dict[str, Any]) -> None:
+def _check_vector_stores(tenant: Tenant, params: ResponseParams) -> None:
     """The stores a file_search tool searches are the tenant's (404 otherwise) and not expired."""
-    for index, tool in enumerate(params.get("tools") or []):
+    for index, tool in enumerate(params.tools):
         if tool.get("type") == "file_search":
             usable_stores(tenant, tool["vector_store_ids"], f"tools[{index}].vector_store_ids")
 

@@ -34,7 +34,7 @@ def continue_steered(response: Response) -> None:
     request = CreateRequest(
         model=response.model, input_items=[item for steer in steers for item in steer.input_items], stream=True,
         background=response.background, store=response.store, previous_response_id=response.pk,
-        params=response.request, socket_session=response.socket_session, stream_id=response.stream_id,
+        params=response.params, socket_session=response.socket_session, stream_id=response.stream_id,
         socket_id=response.socket_id, joins_lane=False)
     try:
         with transaction.atomic():  # a savepoint: a refused successor leaves the end intact

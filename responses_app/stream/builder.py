@@ -116,10 +116,11 @@ class EventBuilder(ToolItemEvents, SummaryEvents):
         # was: see drain.
         self._grown_items: set[int] = set()
         self._item_written_at: dict[int, float] = {}
-        self._include: list[str] = response.request.get("include") or []
+        params = response.params
+        self._include = params.include
         # reasoning.summary: each reasoning item stays open after its text for the summary
         # the worker has the model write (worker/side_calls.py); True while one waits.
-        self.summarizes = bool((response.request.get("reasoning") or {}).get("summary"))
+        self.summarizes = bool(params.reasoning.summary)
         self._summarizing = resumed is not None and resumed.summarizing
         self.annotator: Annotator | None = None
         self._merges_deltas = settings.MERGE_STREAM_DELTAS

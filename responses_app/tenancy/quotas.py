@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from typing import Any
+from dataclasses import replace
 
 import redis
 from django.conf import settings
@@ -28,6 +28,7 @@ from django.db.models import QuerySet
 
 from responses_app.lib.redis_client import shared_client
 from responses_app.models import ACTIVE_STATUSES, Response, Tenant
+from responses_app.models.response_params import ResponseParams
 from responses_app.wire.errors import InvalidRequest, RateLimited
 
 log = logging.getLogger(__name__)
@@ -55,15 +56,15 @@ return math.max(1, tonumber(oldest[2]) + window - now)
 """
 
 
-def apply_output_token_limit(tenant: Tenant, params: dict[str, Any]) -> dict[str, Any]:
+def apply_output_token_limit(tenant: Tenant, params: ResponseParams) -> ResponseParams:
     """The request parameters to store: with the tenant's ``max_output_tokens`` as the
     budget when the request sets none. Raises InvalidRequest (400) when it asks for more."""
     limit = tenant.max_output_tokens
     if limit is None:
         return params
-    asked = params.get("max_output_tokens")
+    asked = params.max_output_tokens
     if asked is None:
-        return {**params, "max_output_tokens": limit}
+        return replace(params, max_output_tokens=limit)
     if asked > limit:
         # A 400, not a 429: the same request can never succeed, and the SDKs retry 429s.
         raise InvalidRequest(

@@ -10,11 +10,13 @@ The "Request fields" table of docs/api.md says what each field does here.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any, cast
 
 from django.conf import settings
 from openai.types.responses.response_create_params import ResponseCreateParamsBase
 
+from responses_app.models.response_params import PromptReference, Reasoning, ResponseParams, TextOptions
 from responses_app.validation.input_items import parse_input
 from responses_app.validation.json_schema import check_json_schema
 from responses_app.validation.request import CreateRequest
@@ -82,41 +84,38 @@ def parse_create_request(body: Any) -> CreateRequest:
                              param="previous_response_id")
     tools = validate_tools(body.get("tools"), constrains=settings.MODEL_REGISTRY[model]["engine"] == "vllm")
     check_deferred_tools(tools)
-    params: dict[str, Any] = {
-        "instructions": body.get("instructions"),
-        "max_output_tokens": _optional_int(body, "max_output_tokens", minimum=1),
-        "max_tool_calls": _optional_int(body, "max_tool_calls", minimum=1),
-        "temperature": _optional_number(body, "temperature", 0.0, 2.0),
-        "top_p": _optional_number(body, "top_p", 0.0, 1.0),
-        "presence_penalty": _optional_number(body, "presence_penalty", -2.0, 2.0),
-        "frequency_penalty": _optional_number(body, "frequency_penalty", -2.0, 2.0),
-        "reasoning": _reasoning(body.get("reasoning"), settings.MODEL_REGISTRY[model]),
-        "metadata": parse_metadata(body.get("metadata")),
-        "tools": tools,
-        "tool_choice": validate_tool_choice(body.get("tool_choice") or "auto", tools),
-        "parallel_tool_calls": body.get("parallel_tool_calls") is not False,
-        "text": _text(body.get("text"), model),
-        "truncation": body.get("truncation") or "disabled",
-        "user": _optional_str(body, "user", max_length=256),
-        "safety_identifier": _optional_str(body, "safety_identifier", max_length=256),
-        "prompt_cache_key": _optional_str(body, "prompt_cache_key", max_length=1024),
-        "prompt_cache_retention": body.get("prompt_cache_retention"),
-        "service_tier": "default",
-        "top_logprobs": _optional_int(body, "top_logprobs", minimum=0, maximum=MAX_TOP_LOGPROBS) or 0,
-        "include": _include(body.get("include")),
-        "client_metadata": _client_metadata(body.get("client_metadata")),
-        "context_management": _context_management(body.get("context_management")),
-    }
-    raw_input, triggered = _compaction_trigger(body.get("input"))
-    if triggered:
-        params["compaction_trigger"] = True
+    params = ResponseParams(
+        instructions=body.get("instructions"),
+        max_output_tokens=_optional_int(body, "max_output_tokens", minimum=1),
+        max_tool_calls=_optional_int(body, "max_tool_calls", minimum=1),
+        temperature=_optional_number(body, "temperature", 0.0, 2.0),
+        top_p=_optional_number(body, "top_p", 0.0, 1.0),
+        presence_penalty=_optional_number(body, "presence_penalty", -2.0, 2.0),
+        frequency_penalty=_optional_number(body, "frequency_penalty", -2.0, 2.0),
+        reasoning=_reasoning(body.get("reasoning"), settings.MODEL_REGISTRY[model]),
+        metadata=parse_metadata(body.get("metadata")),
+        tools=tools,
+        tool_choice=validate_tool_choice(body.get("tool_choice") or "auto", tools),
+        parallel_tool_calls=body.get("parallel_tool_calls") is not False,
+        text=_text(body.get("text"), model),
+        truncation=body.get("truncation") or "disabled",
+        user=_optional_str(body, "user", max_length=256),
+        safety_identifier=_optional_str(body, "safety_identifier", max_length=256),
+        prompt_cache_key=_optional_str(body, "prompt_cache_key", max_length=1024),
+        prompt_cache_retention=body.get("prompt_cache_retention"),
+        top_logprobs=_optional_int(body, "top_logprobs", minimum=0, maximum=MAX_TOP_LOGPROBS) or 0,
+        include=_include(body.get("include")),
+        client_metadata=_client_metadata(body.get("client_metadata")),
+        context_management=_context_management(body.get("context_management")),
+    )
+    raw_input, compaction_trigger = _compaction_trigger(body.get("input"))
     input_items = parse_input(raw_input, references=True, checked=True)
-    if body.get("prompt") is not None:
-        # The stored prompt's instructions and input come in where the response is created (prompts/resolve.py).
-        params["prompt"] = {"id": body["prompt"]["id"], "version": body["prompt"].get("version"),
-                            "variables": body["prompt"].get("variables") or {}}
-    if not input_items and previous_response_id is None and not conversation_id and "prompt" not in params:
+    # The stored prompt's instructions and input come in where the response is created (prompts/resolve.py).
+    prompt = body.get("prompt")
+    if not input_items and previous_response_id is None and not conversation_id and prompt is None:
         raise InvalidRequest("'input' must not be empty.", param="input")
+    params = replace(params, compaction_trigger=compaction_trigger, prompt=None if prompt is None else PromptReference(
+        id=prompt["id"], version=prompt.get("version"), variables=prompt.get("variables") or {}))
     completion_window, continuation_id = _background_options(body.get("background_options"), background, stream)
     return CreateRequest(
         model=model,
@@ -264,7 +263,7 @@ def _optional_number(body: dict[str, Any], name: str, low: float, high: float) -
 # --- structured parameters ---------------------------------------------------------------
 
 
-def _reasoning(value: Any, model: dict[str, Any]) -> dict[str, Any]:
+def _reasoning(value: Any, model: dict[str, Any]) -> Reasoning:
     """Every effort the SDK names is accepted and echoed; harmony knows low, medium and
     high, onto which the others map (harmony/prompt.HARMONY_EFFORT). ``generate_summary``
     is the SDK's deprecated name of ``summary``, whose default is the model's
@@ -272,10 +271,7 @@ def _reasoning(value: Any, model: dict[str, Any]) -> dict[str, Any]:
     options for a model it does not know)."""
     value = value or {}
     summary = value.get("summary") or value.get("generate_summary") or model.get("reasoning_summary")
-    reasoning = {"effort": value.get("effort"), "summary": summary}
-    if value.get("context") is not None:
-        reasoning["context"] = value["context"]
-    return reasoning
+    return Reasoning(effort=value.get("effort"), summary=summary, context=value.get("context"))
 
 
 def _context_management(value: Any) -> list[dict[str, Any]] | None:
@@ -302,14 +298,12 @@ def _client_metadata(value: Any) -> dict[str, str]:
     return dict(value or {})
 
 
-def _text(value: Any, model: str) -> dict[str, Any]:
+def _text(value: Any, model: str) -> TextOptions:
     """``text``: its format, and ``verbosity`` (said to the model in its instructions:
     harmony/prompt.VERBOSITY)."""
     value = value or {}
-    text: dict[str, Any] = {"format": _text_format(value.get("format") or {"type": "text"}, model)}
-    if value.get("verbosity") is not None:
-        text["verbosity"] = value["verbosity"]
-    return text
+    return TextOptions(format=_text_format(value.get("format") or {"type": "text"}, model),
+                       verbosity=value.get("verbosity"))
 
 
 def _text_format(text_format: dict[str, Any], model: str) -> dict[str, Any]:

@@ -5,10 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from responses_app.models.response_params import ResponseParams
+
 
 @dataclass
 class CreateRequest:
-    """A validated create request. ``params`` is what the Response row stores and echoes."""
+    """A validated create request. ``params`` is what the Response row stores (to_stored) and echoes."""
 
     model: str
     input_items: list[dict[str, Any]]
@@ -16,7 +18,7 @@ class CreateRequest:
     background: bool
     store: bool
     previous_response_id: str | None
-    params: dict[str, Any] = field(default_factory=dict)
+    params: ResponseParams = field(default_factory=ResponseParams)
     # background_options: "soonest" runs now; "2h" / "8h" are deferred (dispatch/deferred.py).
     completion_window: str = "soonest"
     continuation_id: str = ""

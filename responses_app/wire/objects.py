@@ -26,8 +26,8 @@ def response_object(
     before the row changes (response.created, response.in_progress, the terminal event).
     ``include`` adds to the request's own include values.
     """
-    request = response.request
-    include = [*(request.get("include") or []), *(include or [])]
+    params = response.params
+    include = [*params.include, *(include or [])]
     data = {
         "id": response.id,
         "object": "response",
@@ -37,35 +37,35 @@ def response_object(
         "completed_at": int(response.completed_at.timestamp()) if response.completed_at else None,
         "error": response.error,
         "incomplete_details": response.incomplete_details,
-        "instructions": request.get("instructions"),
-        "max_output_tokens": request.get("max_output_tokens"),
-        "max_tool_calls": request.get("max_tool_calls"),
+        "instructions": params.instructions,
+        "max_output_tokens": params.max_output_tokens,
+        "max_tool_calls": params.max_tool_calls,
         "model": response.model,
         "output": [_with_encrypted_reasoning(public_item(item, include), response, include) for item in output],
-        "parallel_tool_calls": request.get("parallel_tool_calls", True),
+        "parallel_tool_calls": params.parallel_tool_calls,
         "previous_response_id": response.previous_response_id,
         **({"conversation": {"id": response.conversation_id}} if response.conversation_id else {}),
-        "prompt": request.get("prompt"),
-        "prompt_cache_key": request.get("prompt_cache_key"),
-        "prompt_cache_retention": request.get("prompt_cache_retention"),
-        "reasoning": request.get("reasoning") or {"effort": None, "summary": None},
-        "safety_identifier": request.get("safety_identifier"),
-        "service_tier": request.get("service_tier", "default"),
+        "prompt": params.prompt.to_stored() if params.prompt is not None else None,
+        "prompt_cache_key": params.prompt_cache_key,
+        "prompt_cache_retention": params.prompt_cache_retention,
+        "reasoning": params.reasoning.to_stored(),
+        "safety_identifier": params.safety_identifier,
+        "service_tier": params.service_tier,
         "store": response.store,
-        "temperature": request["temperature"] if request.get("temperature") is not None else 1.0,
-        "text": request.get("text") or {"format": {"type": "text"}},
-        "tool_choice": request.get("tool_choice", "auto"),
-        "tools": [public_tool(tool) for tool in request.get("tools", [])],
-        "top_logprobs": request.get("top_logprobs", 0),
-        "top_p": request["top_p"] if request.get("top_p") is not None else 1.0,
+        "temperature": params.temperature if params.temperature is not None else 1.0,
+        "text": params.text.to_stored(),
+        "tool_choice": params.tool_choice,
+        "tools": [public_tool(tool) for tool in params.tools],
+        "top_logprobs": params.top_logprobs,
+        "top_p": params.top_p if params.top_p is not None else 1.0,
         # Not in the SDK's Response type (its extra fields pass through); the Open Responses
         # specification requires them.
-        "presence_penalty": request.get("presence_penalty") or 0.0,
-        "frequency_penalty": request.get("frequency_penalty") or 0.0,
-        "truncation": request.get("truncation", "disabled"),
+        "presence_penalty": params.presence_penalty or 0.0,
+        "frequency_penalty": params.frequency_penalty or 0.0,
+        "truncation": params.truncation,
         "usage": response.usage,
-        "user": request.get("user"),
-        "metadata": request.get("metadata", {}),
+        "user": params.user,
+        "metadata": params.metadata,
     }
     rendered = ResponseObject.model_validate(data).model_dump(mode="json", exclude_unset=True, by_alias=True)
     # The SDK types timestamps as float; OpenAI sends integral seconds, and so do we.
@@ -79,7 +79,7 @@ def _with_encrypted_reasoning(item: dict[str, Any], response: Response, include:
     """A reasoning item sealed on request when its create did not ask for it (a retrieve's
     ``include``); one whose create asked carries the sealed content it was streamed with."""
     if (item["type"] != "reasoning" or encrypted_reasoning.INCLUDE not in include or item.get("encrypted_content")
-            or encrypted_reasoning.INCLUDE in (response.request.get("include") or [])):
+            or encrypted_reasoning.INCLUDE in response.params.include):
         return item
     return {**item, "encrypted_content": encrypted_reasoning.encrypted_content(response.tenant_id,
                                                                                item.get("content") or [])}

@@ -70,7 +70,7 @@ async def generate(
     await writer.flush()  # response.in_progress goes out before the first token
     generation = Generation(response, builder, writer, usage, history, off_loop)
     try:
-        if response.request.get("compaction_trigger"):
+        if response.params.compaction_trigger:
             await generation.side_calls.compact_on_trigger(history)
             return ResponseStatus.COMPLETED, None
         reopened = await generation.resume(resumed) if resumed is not None and resumed.output else None
@@ -103,7 +103,7 @@ def _compaction_due(response: Response, prompt_tokens: int, output: list[dict[st
     """context_management: the prompt has passed its compaction threshold (by default 80%
     of the model's context), and this response has not compacted it yet (a retry after a
     lost worker finds its compaction item in its output)."""
-    entries = [entry for entry in response.request.get("context_management") or [] if entry["type"] == "compaction"]
+    entries = [entry for entry in response.params.context_management or [] if entry["type"] == "compaction"]
     if not entries or any(item["type"] == "compaction" for item in output):
         return False
     threshold = entries[0].get("compact_threshold")
@@ -137,12 +137,12 @@ class Generation:
         self.builder = builder
         self.writer = writer
         self.usage = usage
-        request = response.request
-        self.account = TokenAccount(budget=request.get("max_output_tokens"))
+        self.request = request = response.params
+        self.account = TokenAccount(budget=request.max_output_tokens)
         self.tokens: list[int] = []  # this turn's
         self.params = sampling_params(request)
         constrains = settings.MODEL_REGISTRY[response.model]["engine"] == "vllm"
-        self.output_format: dict[str, Any] = (request.get("text") or {}).get("format") or {"type": "text"}
+        self.output_format = request.text.format
         # The toolbox runs in a tool thread (in_tool_thread): it commits and ticks through the loop.
         self.toolbox = Toolbox(response, builder, history, flush=writer.flush_or_cancel_from_thread,
                                wait=lambda work: run_in_thread(work, writer.tick_from_thread))
@@ -173,9 +173,8 @@ class Generation:
     async def run(self, prompt: list[int], reopened: list[int] | None = None) -> tuple[str, dict[str, Any] | None]:
         """``reopened``: the start of the item a lost worker left open, which the first
         turn prefills for the model to go on writing (its events were sent already)."""
-        request = self.response.request
         forced = ([] if has_called(self.builder.output)
-                  else forced_call_prefix(request.get("tool_choice", "auto"), request.get("tools", [])))
+                  else forced_call_prefix(self.request.tool_choice, self.request.tools))
         prefill = forced if reopened is None else reopened
         base_id = f"{self.response.pk}:{self.response.attempts}"
         for turn in range(settings.MAX_TOOL_TURNS):

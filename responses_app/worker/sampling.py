@@ -6,21 +6,22 @@ from typing import Any
 
 from responses_app.engines.base import SamplingParams
 from responses_app.harmony.encoding import stop_token_ids
+from responses_app.models.response_params import ResponseParams
 
 LOGPROBS_INCLUDE = "message.output_text.logprobs"
 
 
-def sampling_params(request: dict[str, Any]) -> SamplingParams:
+def sampling_params(params: ResponseParams) -> SamplingParams:
     """The engine's parameters for the response's own turns."""
     return SamplingParams(
-        max_tokens=request.get("max_output_tokens"),
-        temperature=request.get("temperature"),
-        top_p=request.get("top_p"),
-        presence_penalty=request.get("presence_penalty"),
-        frequency_penalty=request.get("frequency_penalty"),
-        logprobs=request.get("top_logprobs", 0) if LOGPROBS_INCLUDE in (request.get("include") or []) else None,
+        max_tokens=params.max_output_tokens,
+        temperature=params.temperature,
+        top_p=params.top_p,
+        presence_penalty=params.presence_penalty,
+        frequency_penalty=params.frequency_penalty,
+        logprobs=params.top_logprobs if LOGPROBS_INCLUDE in params.include else None,
         stop_token_ids=stop_token_ids(),
-        metadata=request.get("metadata") or {},
+        metadata=params.metadata,
     )
 
 

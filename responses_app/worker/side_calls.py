@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from contextlib import aclosing
+from dataclasses import replace
 from typing import Any
 
 from django.conf import settings
@@ -42,7 +43,7 @@ class SideCalls:
         self.writer = writer
         self.usage = usage
         self.account = account
-        self.summary_style: str | None = (response.request.get("reasoning") or {}).get("summary")
+        self.summary_style = response.params.reasoning.summary
         self.summaries = 0
 
     async def compact(self, history: list[dict[str, Any]]) -> None:
@@ -103,7 +104,7 @@ class SideCalls:
         not stand for the context."""
         # As POST /responses/compact's turn: no tools, and the oldest items dropped should
         # the context and the request not fit the model together.
-        params = {**self.response.request, "tools": [], "tool_choice": "none", "truncation": "auto"}
+        params = replace(self.response.params, tools=[], tool_choice="none", truncation="auto")
         items = [*context, compaction.summary_request_item()]
         try:
             prompt, _ = fit_prompt(self.response.model, params, items, [], self.response.created_at.date())

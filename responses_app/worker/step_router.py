@@ -15,6 +15,7 @@ from responses_app.harmony.continuations import MISSING_RECIPIENT
 from responses_app.harmony.messages import FUNCTIONS_NAMESPACE, SEARCH_TOOL
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageKind, MessageStarted, ParserEvent
 from responses_app.harmony.tool_search import search_tool
+from responses_app.models.response_params import ResponseParams
 from responses_app.stream.builder import EventBuilder
 from responses_app.worker.tools.base import ToolCall
 from responses_app.worker.tools.client_calls import ClientToolCall
@@ -26,13 +27,13 @@ CallStarter = Callable[[str], Awaitable[ToolCall]]
 
 
 class StepRouter:
-    def __init__(self, request: dict[str, Any], builder: EventBuilder, history: list[dict[str, Any]],
+    def __init__(self, request: ResponseParams, builder: EventBuilder, history: list[dict[str, Any]],
                  start: CallStarter, logprobs: bool, constrains: bool) -> None:
         self.builder = builder
         self._start = start
         self._logprobs = logprobs
         self._constrains = constrains  # the engine holds output to a grammar (vLLM)
-        tools: list[dict[str, Any]] = request.get("tools", [])
+        tools = request.tools
         self._tools = tools
         self.call: ToolCall | None = None  # the call being written
         self.ready_call: ToolCall | None = None  # a call written whole, for the tool loop
@@ -58,7 +59,7 @@ class StepRouter:
         loaded = [tool for item in history if item.get("type") in ("tool_search_output", "additional_tools")
                   for tool in item["tools"]]
         self.function_namespaces = frozenset(tool["name"] for tool in [*tools, *loaded] if tool["type"] == "namespace")
-        self.allowed_calls = AllowedCalls.of(request.get("tool_choice"))
+        self.allowed_calls = AllowedCalls.of(request.tool_choice)
 
     def take_ready_call(self) -> ToolCall | None:
         call, self.ready_call = self.ready_call, None

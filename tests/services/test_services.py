@@ -20,6 +20,7 @@ import responses_app.services.create
 from responses_app.context.history import prompt_request
 from responses_app.harmony.parser import ContentDelta, MessageStarted
 from responses_app.harmony.prompt import render_prompt
+from responses_app.models.response_params import ResponseParams
 from responses_app.models import InputItem, OutputItem, Response, ResponseEvent, ResponseStatus, Tenant
 from responses_app.services.cancel import delete_response, request_cancel
 from responses_app.services.create import create_response
@@ -613,7 +614,7 @@ def test_a_worker_finds_nothing_to_do_for_a_cancelled_response(queued):
 def test_a_conversation_longer_than_the_model_context_is_refused_before_anything_is_written(tenant, settings):
     first = create(tenant, input="My name is Ada and I live in Paris.")
     Response.objects.filter(pk=first.pk).update(status=ResponseStatus.COMPLETED)
-    alone = len(render_prompt(prompt_request({}, [user_item("And you?")], timezone.now().date())))
+    alone = len(render_prompt(prompt_request(ResponseParams(), [user_item("And you?")], timezone.now().date())))
     settings.MODEL_REGISTRY = {"echo": {"engine": "echo", "queue": "model.echo", "max_model_len": alone + 1}}
 
     create(tenant, input="And you?")  # fits on its own

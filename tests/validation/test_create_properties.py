@@ -82,7 +82,7 @@ def test_a_create_body_is_refused_or_stored_in_a_shape_that_can_be_served(body: 
         assert error.status_code == 400 and error.message.strip()
         storable(error.body())  # the error itself can be sent
         return
-    storable(request.params)
+    storable(request.params.to_stored())  # what the Response row stores
     storable(request.input_items)
     for item in request.input_items:
         item_object(item)

@@ -33,13 +33,13 @@ class Toolbox:
         self.history = history
         self.flush = flush  # commit pending events, so clients see a tool start before it runs
         self.wait = wait
-        request = response.request
-        tools: list[dict[str, Any]] = [] if request.get("tool_choice") == "none" else request.get("tools", [])
+        request = response.params
+        tools = [] if request.tool_choice == "none" else request.tools
         self.code_interpreter = next((tool for tool in tools if tool["type"] == "code_interpreter"), None)
         self.web_search = next((tool for tool in tools if tool["type"] in WEB_SEARCH_TYPES), None)
         self.file_search = next((tool for tool in tools if tool["type"] == "file_search"), None)
         self.mcp_servers = {tool["server_label"]: tool for tool in tools if tool["type"] == "mcp"}
-        self.max_tool_calls: int | None = request.get("max_tool_calls")
+        self.max_tool_calls = request.max_tool_calls
         # A continued response: the calls its lost worker ran count, and the call item it
         # left open is taken over by the next call of that kind (worker/continuation.py).
         self.calls = sum(item.get("type") in SERVER_CALL_TYPES for item in builder.output

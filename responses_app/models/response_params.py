@@ -1,0 +1,170 @@
+"""The parameters of a create, typed: what validation builds (validation/create.py), what a
+Response row stores as JSON (``Response.request``), and what the services, the prompt, the
+worker and the echoed response object read (``Response.params``).
+
+A row stores ``to_stored()``; ``from_stored`` reads any row back, those written before a
+field existed included: a key a row lacks takes the value the API documents for it (the
+value the response object echoes). Tools, a tool choice naming one, the output format's
+schema and context management entries stay the JSON objects the SDK sends: their kinds are
+checked by validation/tools.py and validation/create.py, and read by the tools' modules.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+JsonObject = dict[str, Any]
+TEXT_FORMAT: JsonObject = {"type": "text"}
+
+
+@dataclass(frozen=True)
+class Reasoning:
+    """``reasoning``: the effort (any the SDK names; harmony/prompt.HARMONY_EFFORT maps it)
+    and the summary asked for ("auto", "concise", "detailed" or None)."""
+
+    effort: str | None = None
+    summary: str | None = None
+    context: Any = None  # echoed as sent, when sent
+
+    @classmethod
+    def from_stored(cls, value: JsonObject | None) -> Reasoning:
+        value = value or {}
+        return cls(effort=value.get("effort"), summary=value.get("summary"), context=value.get("context"))
+
+    def to_stored(self) -> JsonObject:
+        stored: JsonObject = {"effort": self.effort, "summary": self.summary}
+        if self.context is not None:
+            stored["context"] = self.context
+        return stored
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """``text``: the output's format (text, json_object or json_schema with its schema) and
+    the verbosity said to the model."""
+
+    format: JsonObject = field(default_factory=lambda: dict(TEXT_FORMAT))
+    verbosity: str | None = None
+
+    @classmethod
+    def from_stored(cls, value: JsonObject | None) -> TextOptions:
+        value = value or {}
+        return cls(format=value.get("format") or dict(TEXT_FORMAT), verbosity=value.get("verbosity"))
+
+    def to_stored(self) -> JsonObject:
+        stored: JsonObject = {"format": self.format}
+        if self.verbosity is not None:
+            stored["verbosity"] = self.verbosity
+        return stored
+
+
+@dataclass(frozen=True)
+class PromptReference:
+    """``prompt``: a stored prompt's id, version (None: its latest) and variables."""
+
+    id: str
+    version: str | None = None
+    variables: JsonObject = field(default_factory=dict)
+
+    @classmethod
+    def from_stored(cls, value: JsonObject) -> PromptReference:
+        return cls(id=value["id"], version=value.get("version"), variables=value.get("variables") or {})
+
+    def to_stored(self) -> JsonObject:
+        return {"id": self.id, "version": self.version, "variables": self.variables}
+
+
+@dataclass(frozen=True)
+class ResponseParams:
+    """A create's parameters other than its input, model and delivery (stream, background,
+    store): what the response object echoes and the worker runs by."""
+
+    instructions: str | None = None
+    max_output_tokens: int | None = None
+    max_tool_calls: int | None = None
+    temperature: float | None = None  # None: the engine's default (echoed as 1.0)
+    top_p: float | None = None  # None: echoed as 1.0
+    presence_penalty: float | None = None
+    frequency_penalty: float | None = None
+    reasoning: Reasoning = field(default_factory=Reasoning)
+    metadata: dict[str, str] = field(default_factory=dict)
+    tools: list[JsonObject] = field(default_factory=list)
+    tool_choice: str | JsonObject = "auto"
+    parallel_tool_calls: bool = True
+    text: TextOptions = field(default_factory=TextOptions)
+    truncation: str = "disabled"
+    user: str | None = None
+    safety_identifier: str | None = None
+    prompt_cache_key: str | None = None
+    prompt_cache_retention: str | None = None
+    service_tier: str = "default"
+    top_logprobs: int = 0
+    include: list[str] = field(default_factory=list)
+    client_metadata: dict[str, str] = field(default_factory=dict)
+    context_management: list[JsonObject] | None = None
+    # Codex's inline compaction: the input ended with a compaction_trigger item.
+    compaction_trigger: bool = False
+    prompt: PromptReference | None = None
+
+    @classmethod
+    def from_stored(cls, stored: JsonObject) -> ResponseParams:
+        return cls(
+            instructions=stored.get("instructions"),
+            max_output_tokens=stored.get("max_output_tokens"),
+            max_tool_calls=stored.get("max_tool_calls"),
+            temperature=stored.get("temperature"),
+            top_p=stored.get("top_p"),
+            presence_penalty=stored.get("presence_penalty"),
+            frequency_penalty=stored.get("frequency_penalty"),
+            reasoning=Reasoning.from_stored(stored.get("reasoning")),
+            metadata=stored.get("metadata") or {},
+            tools=stored.get("tools") or [],
+            tool_choice=stored.get("tool_choice") or "auto",
+            parallel_tool_calls=stored.get("parallel_tool_calls", True),
+            text=TextOptions.from_stored(stored.get("text")),
+            truncation=stored.get("truncation") or "disabled",
+            user=stored.get("user"),
+            safety_identifier=stored.get("safety_identifier"),
+            prompt_cache_key=stored.get("prompt_cache_key"),
+            prompt_cache_retention=stored.get("prompt_cache_retention"),
+            service_tier=stored.get("service_tier") or "default",
+            top_logprobs=stored.get("top_logprobs") or 0,
+            include=stored.get("include") or [],
+            client_metadata=stored.get("client_metadata") or {},
+            context_management=stored.get("context_management"),
+            compaction_trigger=bool(stored.get("compaction_trigger")),
+            prompt=PromptReference.from_stored(stored["prompt"]) if stored.get("prompt") else None,
+        )
+
+    def to_stored(self) -> JsonObject:
+        stored: JsonObject = {
+            "instructions": self.instructions,
+            "max_output_tokens": self.max_output_tokens,
+            "max_tool_calls": self.max_tool_calls,
+            "temperature": self.temperature,
+            "top_p": self.top_p,
+            "presence_penalty": self.presence_penalty,
+            "frequency_penalty": self.frequency_penalty,
+            "reasoning": self.reasoning.to_stored(),
+            "metadata": self.metadata,
+            "tools": self.tools,
+            "tool_choice": self.tool_choice,
+            "parallel_tool_calls": self.parallel_tool_calls,
+            "text": self.text.to_stored(),
+            "truncation": self.truncation,
+            "user": self.user,
+            "safety_identifier": self.safety_identifier,
+            "prompt_cache_key": self.prompt_cache_key,
+            "prompt_cache_retention": self.prompt_cache_retention,
+            "service_tier": self.service_tier,
+            "top_logprobs": self.top_logprobs,
+            "include": self.include,
+            "client_metadata": self.client_metadata,
+            "context_management": self.context_management,
+        }
+        if self.compaction_trigger:
+            stored["compaction_trigger"] = True
+        if self.prompt is not None:
+            stored["prompt"] = self.prompt.to_stored()
+        return stored
