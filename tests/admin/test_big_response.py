@@ -25,12 +25,14 @@ def huge_response(tenant) -> Response:
     OutputItem.objects.create(response=response, output_index=0, item_id="msg_1", item_type="message",
                               status="completed", data={"id": "msg_1", "type": "message", "role": "assistant",
                                                         "content": [{"type": "output_text", "text": "done"}]})
-    ResponseEvent.objects.bulk_create(
-        (ResponseEvent(response=response, sequence_number=n, type="response.output_text.delta",
-                       data=f'{{"type":"response.output_text.delta","sequence_number":{n},"delta":"x"}}')
-         for n in range(EVENTS)),
-        batch_size=5000,
-    )
+    # In one statement (PostgreSQL and SQLite alike): the ORM's inserts took 20 s of the test.
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"WITH RECURSIVE seq(n) AS (SELECT 0 UNION ALL SELECT n + 1 FROM seq WHERE n < %s) "
+            f"INSERT INTO {EVENT_TABLE} (response_id, sequence_number, type, data, created_at) "
+            "SELECT %s, n, 'response.output_text.delta', "
+            """'{"type":"response.output_text.delta","sequence_number":' || CAST(n AS TEXT) || ',"delta":"x"}', %s """
+            "FROM seq", [EVENTS - 1, response.pk, response.created_at])
     return response
 
 

@@ -14,6 +14,8 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 from django.conf import settings
 from django.test import AsyncClient, override_settings
 from prometheus_client.parser import text_string_to_metric_families
@@ -345,7 +347,9 @@ def test_a_push_made_while_another_is_in_flight_waits_for_it_and_loses_nothing(m
     silent = socket.socket()  # accepts connections and never answers: a push hangs on it
     silent.bind(("127.0.0.1", 0))
     silent.listen(8)
-    hanging = redis.Redis(port=silent.getsockname()[1], socket_connect_timeout=0.5, socket_timeout=0.5)
+    # One try (redis-py's default is ten, backing off): the push hangs for 0.5 s, then fails.
+    hanging = redis.Redis(port=silent.getsockname()[1], socket_connect_timeout=0.5, socket_timeout=0.5,
+                          retry=Retry(NoBackoff(), 0))
     client = hanging
     recorder = Recorder(client=lambda: client)
     try:

@@ -19,7 +19,7 @@ def test_threads_analyzing_at_once_each_get_the_stems_one_thread_gets():
     # stemmer keeps its state in the instance, so one shared by threads stems wrongly or
     # raises IndexError. Distinct words, so that the stem cache does not hide a race.
     reference = snowballstemmer.stemmer("english")
-    texts = [" ".join(f"configuring{t}x{n} nationalities{t}y{n} hopefully{t}z{n}" for n in range(3000))
+    texts = [" ".join(f"configuring{t}x{n} nationalities{t}y{n} hopefully{t}z{n}" for n in range(1000))
              for t in range(8)]
     expected = [[reference.stemWord(word) for word in text.split()] for text in texts]
     results: list[list[str] | BaseException | None] = [None] * len(texts)
