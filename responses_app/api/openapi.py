@@ -32,6 +32,7 @@ from rest_framework.request import Request
 from rest_framework.views import APIView
 
 from responses_app.batches import openapi as batch_operations
+from responses_app.chat_completions import openapi as chat_completion_operations
 from responses_app.containers import openapi as container_operations
 from responses_app.conversations import openapi as conversation_operations
 from responses_app.embeddings import openapi as embedding_operations
@@ -179,8 +180,9 @@ _LINKS: Links = {
 
 # Each capability's operations (its openapi.py: SDK_TYPES, LINKS), and where the SDK's
 # types say other than the wire.
-CAPABILITIES = (container_operations, conversation_operations, embedding_operations, file_operations, batch_operations,
-                schedule_operations, prompt_operations, webhook_operations, vector_store_operations)
+CAPABILITIES = (chat_completion_operations, container_operations, conversation_operations, embedding_operations,
+                file_operations, batch_operations, schedule_operations, prompt_operations, webhook_operations,
+                vector_store_operations)
 SCHEMA_FIXES = (embedding_operations.fix_schemas, file_operations.fix_schemas, vector_store_operations.fix_schemas)
 SDK_TYPES: SdkTypes = (*_SDK_TYPES, *(sdk_type for capability in CAPABILITIES for sdk_type in capability.SDK_TYPES))
 LINKS: Links = {**_LINKS, **{create: link for capability in CAPABILITIES for create, link in capability.LINKS.items()}}

@@ -9,6 +9,7 @@ from responses_app.api import (
     views,
 )
 from responses_app.batches import urls as batch_urls
+from responses_app.chat_completions import urls as chat_completion_urls
 from responses_app.containers import urls as container_urls
 from responses_app.conversations import urls as conversation_urls
 from responses_app.embeddings import urls as embedding_urls
@@ -26,6 +27,7 @@ urlpatterns = [
     path("responses/<str:response_id>", views.ResponseView.as_view()),
     path("responses/<str:response_id>/cancel", views.ResponseCancelView.as_view()),
     path("responses/<str:response_id>/input_items", views.InputItemsView.as_view()),
+    *chat_completion_urls.urlpatterns,
     *conversation_urls.urlpatterns,
     *embedding_urls.urlpatterns,
     path("models", views.ModelsView.as_view()),

@@ -96,6 +96,7 @@ VECTOR_STORE_OPERATIONS = {
     ("GET", "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/files"),
 }
 EMBEDDING_OPERATIONS = {("POST", "/v1/embeddings")}
+CHAT_COMPLETION_OPERATIONS = {("POST", "/v1/chat/completions")}
 # Creates whose generated bodies (from the SDK's whole item and tool unions) this server
 # mostly refuses: the document's own examples are sent as well.
 WITH_EXAMPLES = {"POST /v1/responses", "POST /v1/responses/compact", "POST /v1/responses/input_tokens",
@@ -103,7 +104,7 @@ WITH_EXAMPLES = {"POST /v1/responses", "POST /v1/responses/compact", "POST /v1/r
                  "POST /v1/prompts", "POST /v1/prompts/{prompt_id}", "POST /v1/vector_stores/{vector_store_id}/files",
                  "POST /v1/vector_stores/{vector_store_id}/files/{file_id}",
                  "POST /v1/vector_stores/{vector_store_id}/file_batches", "POST /v1/scheduled_responses",
-                 "POST /v1/embeddings"}
+                 "POST /v1/embeddings", "POST /v1/chat/completions"}
 
 
 def test_the_document_lists_every_operation_with_its_error_shape(stack: LiveStack):
@@ -116,6 +117,7 @@ def test_the_document_lists_every_operation_with_its_error_shape(stack: LiveStac
         ("GET", "/v1/models"), ("GET", "/v1/models/{model_id}"),
         *WEBHOOK_OPERATIONS, *SCHEDULE_OPERATIONS, *CONVERSATION_OPERATIONS, *CONTAINER_OPERATIONS,
         *FILE_OPERATIONS, *BATCH_OPERATIONS, *PROMPT_OPERATIONS, *VECTOR_STORE_OPERATIONS, *EMBEDDING_OPERATIONS,
+        *CHAT_COMPLETION_OPERATIONS,
     }
     create = document["paths"]["/v1/responses"]["post"]
     assert set(create["responses"]["200"]["content"]) == {"application/json", "text/event-stream"}
@@ -132,7 +134,8 @@ OPERATIONS = [
     "POST /v1/responses/input_tokens", "POST /v1/responses/compact", "GET /v1/models", "GET /v1/models/{model_id}",
     *sorted(f"{method} {path}" for method, path in
             WEBHOOK_OPERATIONS | SCHEDULE_OPERATIONS | CONVERSATION_OPERATIONS | CONTAINER_OPERATIONS
-            | FILE_OPERATIONS | PROMPT_OPERATIONS | VECTOR_STORE_OPERATIONS | EMBEDDING_OPERATIONS),
+            | FILE_OPERATIONS | PROMPT_OPERATIONS | VECTOR_STORE_OPERATIONS | EMBEDDING_OPERATIONS
+            | CHAT_COMPLETION_OPERATIONS),
 ]
 
 

@@ -1,0 +1,3 @@
+"""The API in this process: ``stack`` is the ASGI application (tests/inprocess_fixtures.py)."""
+
+from tests.inprocess_fixtures import stack  # noqa: F401 - a fixture of this folder
