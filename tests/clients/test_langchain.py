@@ -1,5 +1,6 @@
-"""LangChain (``langchain-openai``'s ChatOpenAI on the Responses API, OpenAIEmbeddings)
-against the live stack: a tool loop, as a LangChain user writes it, the hosted file_search
+"""LangChain (``langchain-openai``'s ChatOpenAI on the Responses API and on Chat Completions,
+its default; OpenAIEmbeddings) against the live stack: a tool loop on each, as a LangChain
+user writes it, the hosted file_search
 tool on a vector store, and LangChain's own vector store on the server's embeddings, with
 only the base URL, key and model set (and, for embeddings, raw text rather than OpenAI's
 token ids, as LangChain's documentation says for every server but OpenAI's)."""
@@ -36,6 +37,23 @@ def test_a_langchain_tool_loop_runs_on_the_responses_api(stack, client_key):
     assert second.text == "Sunny in Paris."
     reasoning = [block for block in first.content if isinstance(block, dict) and block.get("type") == "reasoning"]
     assert reasoning and reasoning[0]["summary"][0]["text"] == "I should call get_weather."
+
+
+def test_a_langchain_tool_loop_runs_on_chat_completions_langchains_default(stack, client_key):
+    model = ChatOpenAI(model="echo", base_url=stack.base_url, api_key=client_key, max_retries=0)
+    agent = model.bind_tools([get_weather])
+    messages = [HumanMessage(function_call_then_answer("get_weather", '{"city": "Paris"}', "Sunny in Paris."))]
+
+    first = agent.invoke(messages)
+    [call] = first.tool_calls
+    assert (call["name"], call["args"]) == ("get_weather", {"city": "Paris"})
+    assert first.response_metadata["finish_reason"] == "tool_calls"
+    messages += [first, ToolMessage(get_weather.invoke(call["args"]), tool_call_id=call["id"])]
+    second = agent.invoke(messages)
+    assert second.text == "Sunny in Paris."
+
+    streamed = list(agent.stream(messages))  # the same turn, as chunks
+    assert "".join(chunk.text for chunk in streamed) == "Sunny in Paris."
 
 
 def test_a_langchain_model_searches_a_vector_store_with_the_file_search_tool_and_cites_the_file(stack, client_key):

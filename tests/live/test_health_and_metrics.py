@@ -14,11 +14,11 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 from django.conf import settings
 from django.test import AsyncClient, override_settings
 from prometheus_client.parser import text_string_to_metric_families
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from responses_app.dispatch import broker
 from responses_app.models import Response

@@ -70,6 +70,28 @@ def test_the_trained_model_calls_a_function_and_answers_with_its_output(alice, v
     assert second.output_text == final_text(WEATHER.turns[1].completion)
 
 
+def test_a_chat_completions_tool_loop_on_the_trained_model_renders_the_prompt_it_was_trained_on(alice, vllm_stack):
+    # Chat Completions says the conversation with messages; the model answers as trained
+    # only if they render token for token the harmony of its transcript.
+    tools = [{"type": "function", "function": {key: value for key, value in tool.items() if key != "type"}}
+             for tool in WEATHER.tools]
+    messages = [{"role": message["role"], "content": message["content"]} for message in WEATHER.input]
+    first = alice.chat.completions.create(model="tiny-trained", messages=messages, tools=tools, **GREEDY)
+    [choice] = first.choices
+    [call] = choice.message.tool_calls
+    assert (choice.finish_reason, call.function.name, call.function.arguments) == (
+        "tool_calls", "get_weather", '{"city":"Paris"}')
+    assert choice.message.model_extra["reasoning_content"] == reasoning_text(WEATHER.turns[0].completion)
+    messages += [{"role": "assistant", "content": None, "tool_calls": [call.to_dict()],
+                  "reasoning_content": choice.message.model_extra["reasoning_content"]},
+                 {"role": "tool", "tool_call_id": call.id, "content": '{"sky":"clear"}'}]
+    chunks = list(alice.chat.completions.create(model="tiny-trained", messages=messages, tools=tools, stream=True,
+                                                **GREEDY))
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == final_text(
+        WEATHER.turns[1].completion)
+    assert chunks[-1].choices[0].finish_reason == "stop"
+
+
 def test_the_trained_model_calls_the_python_tool_in_the_sandbox_and_answers_with_its_output(alice, vllm_stack):
     with alice.responses.stream(model="tiny-trained", input=PYTHON.input, tools=list(PYTHON.tools),
                                 include=["code_interpreter_call.outputs"], **GREEDY) as stream:

@@ -20,8 +20,8 @@ import responses_app.services.create
 from responses_app.context.history import prompt_request
 from responses_app.harmony.parser import ContentDelta, MessageStarted
 from responses_app.harmony.prompt import render_prompt
-from responses_app.models.response_params import ResponseParams
 from responses_app.models import InputItem, OutputItem, Response, ResponseEvent, ResponseStatus, Tenant
+from responses_app.models.response_params import ResponseParams
 from responses_app.services.cancel import delete_response, request_cancel
 from responses_app.services.create import create_response
 from responses_app.services.ended import end_response
