@@ -114,6 +114,26 @@ def test_a_budget_spent_during_the_reasoning_ends_with_length_not_an_empty_stop(
     assert completion.usage.completion_tokens == 2
 
 
+# The echo engine writes this verbatim: no valid harmony, so the response fails.
+NOT_HARMONY = "<|channel|>final<|message|>Partly<|end|><|start|><|start|>"
+
+
+def test_a_failed_completion_is_a_500_and_its_stream_ends_with_an_error_chunk(stack, alice_key):
+    client = http_client(stack, alice_key)
+    whole = client.post("/chat/completions", json={"model": "echo", "messages": [
+        {"role": "user", "content": NOT_HARMONY}]})
+    assert whole.status_code == 500
+    assert whole.json()["error"]["type"] == "server_error" and "not valid harmony" in whole.json()["error"]["message"]
+
+    streamed = client.post("/chat/completions", json={"model": "echo", "stream": True, "messages": [
+        {"role": "user", "content": NOT_HARMONY}]})
+    frames = [json.loads(frame.removeprefix("data: ")) for frame in streamed.text.split("\n\n")
+              if frame.startswith("data: ")]
+    assert "".join(frame["choices"][0]["delta"].get("content") or "" for frame in frames[:-1]) == "Partly"
+    assert set(frames[-1]) == {"error"} and frames[-1]["error"]["type"] == "server_error"
+    assert "[DONE]" not in streamed.text
+
+
 def test_a_completion_is_an_unstored_response_the_tenant_cannot_list(alice: openai.OpenAI, stack, db_access):
     from responses_app.models import Response
 
