@@ -21,10 +21,11 @@ DONE = b"data: [DONE]\n\n"
 
 
 class ChunkStream:
-    def __init__(self, response_id: str, created: int, model: str, include_usage: bool) -> None:
+    def __init__(self, response_id: str, created: int, model: str, include_usage: bool, logprobs: bool) -> None:
         self.head = {"id": completion_id(response_id), "object": "chat.completion.chunk", "created": created,
                      "model": model, "system_fingerprint": None}
         self.include_usage = include_usage
+        self.logprobs = logprobs
         self.calls: dict[str, int] = {}  # a function_call item's id: its tool call index
 
     def chunks(self, kind: str, event: JsonObject) -> list[JsonObject]:
@@ -32,7 +33,8 @@ class ChunkStream:
         if kind == "response.created":
             return [self._choice({"role": "assistant", "content": ""})]
         if kind == "response.output_text.delta":
-            return [self._choice({"content": event["delta"]})]
+            tokens = {"content": event.get("logprobs") or [], "refusal": None} if self.logprobs else None
+            return [self._choice({"content": event["delta"]}, logprobs=tokens)]
         if kind == "response.reasoning_text.delta":
             return [self._choice({"reasoning_content": event["delta"], "reasoning": event["delta"]})]
         if kind == "response.output_item.added" and event["item"]["type"] == "function_call":
@@ -51,8 +53,8 @@ class ChunkStream:
             return ended
         return []
 
-    def _choice(self, delta: JsonObject, finish: str | None = None) -> JsonObject:
-        chunk = {**self.head, "choices": [{"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}]}
+    def _choice(self, delta: JsonObject, finish: str | None = None, logprobs: JsonObject | None = None) -> JsonObject:
+        chunk = {**self.head, "choices": [{"index": 0, "delta": delta, "logprobs": logprobs, "finish_reason": finish}]}
         return {**chunk, "usage": None} if self.include_usage else chunk
 
 

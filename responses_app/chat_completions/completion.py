@@ -23,19 +23,20 @@ def completion_id(response_id: str) -> str:
     return "chatcmpl-" + response_id.removeprefix("resp_")
 
 
-def completion_object(response: JsonObject) -> JsonObject:
+def completion_object(response: JsonObject, logprobs: bool = False) -> JsonObject:
     """``response``: a terminal Response object (wire/objects.response_object). Raises the
-    error of a failed one."""
+    error of a failed one. ``logprobs``: the answer's, as its text parts carry them."""
     if response["status"] == "failed":
         raise failure(response["error"] or {})
     message: JsonObject = {"role": "assistant", "content": None, "refusal": None, "annotations": [],
                            "tool_calls": None}
-    texts, reasoning, calls = [], [], []
+    texts, reasoning, calls, tokens = [], [], [], []
     for item in response["output"]:
         if item["type"] == "reasoning":
             reasoning += [part["text"] for part in item.get("content") or []]
         elif item["type"] == "message":
             texts += [part.get("text") or part.get("refusal") or "" for part in item["content"]]
+            tokens += [entry for part in item["content"] for entry in part.get("logprobs") or []]
         elif item["type"] == "function_call":
             calls.append({"id": item["call_id"], "type": "function",
                           "function": {"name": item["name"], "arguments": item["arguments"]}})
@@ -47,7 +48,8 @@ def completion_object(response: JsonObject) -> JsonObject:
     return {
         "id": completion_id(response["id"]), "object": "chat.completion", "created": response["created_at"],
         "model": response["model"], "system_fingerprint": None, "service_tier": response.get("service_tier"),
-        "choices": [{"index": 0, "message": message, "logprobs": None,
+        "choices": [{"index": 0, "message": message,
+                     "logprobs": {"content": tokens, "refusal": None} if logprobs else None,
                      "finish_reason": finish_reason(response, bool(calls))}],
         "usage": usage(response["usage"]),
     }

@@ -17,6 +17,7 @@ from responses_app.validation.create import parse_create_request
 from responses_app.validation.request import CreateRequest
 from responses_app.validation.sdk_types import check, strict_validator
 from responses_app.wire.errors import APIError, InvalidRequest
+from responses_app.worker.sampling import LOGPROBS_INCLUDE
 
 JsonObject = dict[str, Any]
 
@@ -38,8 +39,6 @@ REFUSED = {
     "functions": "'functions' is deprecated: send 'tools'.",
     "function_call": "'function_call' is deprecated: send 'tool_choice'.",
     "logit_bias": "'logit_bias' is not supported.",
-    "logprobs": "Log probabilities of chat completions are not supported yet.",
-    "top_logprobs": "Log probabilities of chat completions are not supported yet.",
     "stop": "Stop sequences are not supported yet.",
     "seed": "Seeded sampling is not supported.",
     "moderation": "This server runs no moderation model.",
@@ -51,7 +50,7 @@ SAME = ("model", "temperature", "top_p", "presence_penalty", "frequency_penalty"
 # A parameter of the Responses create, as the completion names it (for the 400s).
 RENAMED = (("text.format", "response_format"), ("text.verbosity", "verbosity"),
            ("reasoning.effort", "reasoning_effort"), ("reasoning", "reasoning_effort"),
-           ("tool_choice.name", "tool_choice.function.name"))
+           ("tool_choice.name", "tool_choice.function.name"), ("include", "logprobs"))
 
 
 @dataclass(frozen=True)
@@ -59,6 +58,7 @@ class ChatCompletionRequest:
     create: CreateRequest
     stream: bool
     include_usage: bool
+    logprobs: bool  # of the answer's tokens (its final channel)
     body: JsonObject
     said: Conversation
 
@@ -89,7 +89,7 @@ def parse_chat_completion(body: Any) -> ChatCompletionRequest:
         raise _renamed(error, checked, said) from None
     return ChatCompletionRequest(create=replace(create, stream=stream), stream=stream,
                                  include_usage=bool((checked.get("stream_options") or {}).get("include_usage")),
-                                 body=checked, said=said)
+                                 logprobs=bool(checked.get("logprobs")), body=checked, said=said)
 
 
 def _refuse_what_cannot_run(body: JsonObject) -> None:
@@ -103,6 +103,8 @@ def _refuse_what_cannot_run(body: JsonObject) -> None:
     if body.get("n") not in (None, 1):
         raise InvalidRequest("Only one choice per completion is supported yet ('n': 1).", param="n",
                              code="unsupported_parameter")
+    if body.get("top_logprobs") is not None and not body.get("logprobs"):
+        raise InvalidRequest("'top_logprobs' requires 'logprobs' to be true.", param="top_logprobs")
     if body.get("modalities") not in (None, ["text"]):
         raise InvalidRequest("gpt-oss writes text only: 'modalities' can only be [\"text\"].", param="modalities",
                              code="unsupported_parameter")
@@ -115,6 +117,8 @@ def _as_response(body: JsonObject, said: Conversation) -> JsonObject:
     budget = body.get("max_completion_tokens", body.get("max_tokens"))
     if budget is not None:
         created["max_output_tokens"] = budget
+    if body.get("logprobs"):
+        created |= {"include": [LOGPROBS_INCLUDE], "top_logprobs": body.get("top_logprobs") or 0}
     if body.get("reasoning_effort") is not None:
         created["reasoning"] = {"effort": body["reasoning_effort"]}
     text: JsonObject = {}

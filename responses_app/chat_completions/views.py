@@ -43,7 +43,7 @@ class ChatCompletionsView(ApiView):
         if completion.stream:
             created = Frames(sse_frame(response.created_event), last_sequence_number=0, ends=False)
             stream = ChunkStream(response.pk, int(response.created_at.timestamp()), response.model,
-                                 completion.include_usage)
+                                 completion.include_usage, completion.logprobs)
             return sse_response(chat_frames(follow_frames(response.pk, -1, on_disconnect=cancel, committed=created,
                                                           error_events=True), stream))
         try:
@@ -51,7 +51,7 @@ class ChatCompletionsView(ApiView):
         except asyncio.CancelledError:
             await db(cancel)()  # the client hung up: nobody will read it
             raise
-        return JsonResponse(completion_object(await db(selectors.render_response)(finished)))
+        return JsonResponse(completion_object(await db(selectors.render_response)(finished), completion.logprobs))
 
     def _create(self, request: Request) -> tuple[Response, ChatCompletionRequest]:
         self.initial(request)  # authentication, the key's scope, the quota (checks_in_handler)

@@ -11,7 +11,7 @@ import openai
 import pytest
 
 from tests.conftest import http_client, sdk_client
-from tests.helpers import assert_openai_error, new_key, new_tenant
+from tests.helpers import assert_openai_error, new_key, new_tenant, reasoning_and_answer
 
 pytestmark = pytest.mark.core
 
@@ -114,6 +114,23 @@ def test_a_budget_spent_during_the_reasoning_ends_with_length_not_an_empty_stop(
     assert completion.usage.completion_tokens == 2
 
 
+def test_logprobs_are_the_answers_tokens_whole_and_streamed(alice: openai.OpenAI):
+    script = reasoning_and_answer("Hm.", "Paris ☃ is lovely.")
+    whole = alice.chat.completions.create(model="echo", messages=[{"role": "user", "content": script}],
+                                          logprobs=True, top_logprobs=2)
+    tokens = whole.choices[0].logprobs.content
+    assert b"".join(bytes(entry.bytes) for entry in tokens).decode() == whole.choices[0].message.content
+    assert all(entry.logprob == 0.0 and [top.logprob for top in entry.top_logprobs] == [-20.0, -21.0]
+               for entry in tokens)
+    chunks = list(alice.chat.completions.create(model="echo", messages=[{"role": "user", "content": script}],
+                                                logprobs=True, top_logprobs=2, stream=True))
+    streamed = [entry for chunk in chunks if chunk.choices and chunk.choices[0].logprobs
+                for entry in chunk.choices[0].logprobs.content]
+    assert [entry.token for entry in streamed] == [entry.token for entry in tokens]
+    plain = alice.chat.completions.create(model="echo", messages=[{"role": "user", "content": script}])
+    assert plain.choices[0].logprobs is None
+
+
 # The echo engine writes this verbatim: no valid harmony, so the response fails.
 NOT_HARMONY = "<|channel|>final<|message|>Partly<|end|><|start|><|start|>"
 
@@ -171,6 +188,9 @@ def test_a_read_only_key_cannot_create_a_completion(stack, db_access):
     ({"model": "echo", "messages": [{"role": "user", "content": "Hi"}], "audio": {"voice": "alloy", "format": "mp3"}},
      "audio"),
     ({"model": "echo", "messages": [{"role": "user", "content": "Hi"}], "stop": ["\n"]}, "stop"),
+    ({"model": "echo", "messages": [{"role": "user", "content": "Hi"}], "top_logprobs": 2}, "top_logprobs"),
+    ({"model": "echo", "messages": [{"role": "user", "content": "Hi"}], "logprobs": True, "top_logprobs": 21},
+     "top_logprobs"),
     ({"model": "echo", "messages": [{"role": "user", "content": "Hi"}], "tool_choice": {
         "type": "function", "function": {"name": "missing"}}}, "tool_choice.function.name"),
     ({"model": "echo", "messages": [{"role": "user", "content": "Hi"}], "stream_options": {"include_usage": True}},
