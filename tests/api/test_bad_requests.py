@@ -319,7 +319,7 @@ def test_cancel_and_input_items_of_an_id_that_never_existed_are_404(alice_http, 
     assert_openai_error(response, 404, "response_id")
 
 
-@pytest.mark.parametrize("path", ["/nonsense", "/responses/resp_x/nonsense", "/chat/completions"])
+@pytest.mark.parametrize("path", ["/nonsense", "/responses/resp_x/nonsense", "/images/generations"])
 def test_an_unknown_path_under_v1_is_404_in_openai_shape(alice_http, path):
     response = alice_http.post(path, json={})
     error = assert_openai_error(response, 404)
