@@ -48,7 +48,8 @@ REFUSED = {
 SAME = ("model", "temperature", "top_p", "presence_penalty", "frequency_penalty", "parallel_tool_calls", "metadata",
         "user", "safety_identifier", "prompt_cache_key", "prompt_cache_retention", "service_tier")
 # A parameter of the Responses create, as the completion names it (for the 400s).
-RENAMED = (("text.format", "response_format"), ("text.verbosity", "verbosity"),
+RENAMED = (*((f"text.format.{name}", f"response_format.json_schema.{name}") for name in ("name", "schema", "strict")),
+           ("text.format", "response_format"), ("text.verbosity", "verbosity"),
            ("reasoning.effort", "reasoning_effort"), ("reasoning", "reasoning_effort"),
            ("tool_choice.name", "tool_choice.function.name"), ("include", "logprobs"))
 

@@ -184,6 +184,8 @@ def test_a_read_only_key_cannot_create_a_completion(stack, db_access):
     ({"model": "echo", "messages": [{"role": "user", "content": "Hi"}], "response_format": {
         "type": "json_schema", "json_schema": {"name": "a", "schema": {"type": "object"}}}}, "response_format.type"),
     ({"model": "echo", "messages": [{"role": "user", "content": "Hi"}], "store": True}, "store"),
+    ({"model": "echo", "messages": [{"role": "user", "content": "Hi"}], "tools": [
+        {"type": "function", "function": {"name": "a b"}}]}, "tools[0].function.name"),
     ({"model": "echo", "messages": [{"role": "user", "content": "Hi"}], "n": 2}, "n"),
     ({"model": "echo", "messages": [{"role": "user", "content": "Hi"}], "audio": {"voice": "alloy", "format": "mp3"}},
      "audio"),
