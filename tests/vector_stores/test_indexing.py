@@ -1,18 +1,20 @@
 """A store's BM25 statistics (chunks per term) as files go in and out, one at a time and
-several at once on the workers' threads."""
+several at once on the workers' threads (committed rows, as the workers write them: a
+tenant of the test's own, deleted after; never a flush, which would empty the tables
+under the live stack that shares the test database)."""
 
 from __future__ import annotations
 
 import threading
+import uuid
 from collections import Counter
+from collections.abc import Iterator
 
 import pytest
-from django.db import close_old_connections, transaction
+from django.db import connection, transaction
 
 from responses_app.models import StoredFile, Tenant, VectorStore, VectorStoreFile, VectorStoreTerm
 from responses_app.vector_stores import indexing
-
-pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def new_file(store: VectorStore, name: str) -> VectorStoreFile:
@@ -30,8 +32,12 @@ def held(store: VectorStore) -> dict[str, int]:
 
 
 @pytest.fixture
-def store() -> VectorStore:
-    return VectorStore.objects.create(tenant=Tenant.objects.create(name="indexing"), name="terms")
+def store(db_access) -> Iterator[VectorStore]:
+    tenant = Tenant.objects.create(name=f"indexing-{uuid.uuid4().hex[:8]}")
+    try:
+        yield VectorStore.objects.create(tenant=tenant, name="terms")
+    finally:
+        tenant.delete()
 
 
 def test_each_term_counts_the_chunks_that_hold_it_as_files_come_and_go(store):
@@ -63,7 +69,7 @@ def test_files_sharing_their_terms_indexed_and_removed_at_once_count_each_chunk_
         except BaseException as error:  # noqa: BLE001 - reported below
             errors.append(error)
         finally:
-            close_old_connections()
+            connection.close()  # this thread's
 
     threads = [threading.Thread(target=write, args=(lambda f: indexing.add_chunks(f, pieces(vocabulary, 2)), f))
                for f in kept]
