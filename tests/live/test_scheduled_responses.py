@@ -128,7 +128,8 @@ def test_a_one_off_schedule_runs_once_at_its_time(carol: openai.OpenAI, db_acces
                                                  "request": REQUEST})
     assert schedule["next_run_at"] == pytest.approx(at.timestamp(), abs=1)
     [run] = wait_until(lambda: runs(api, schedule["id"]), timeout=20)
-    assert int(at.timestamp()) <= run["created_at"] <= at.timestamp() + 3
+    # Never before its time; after it by beat's tick (1 s here), which a loaded machine delays.
+    assert int(at.timestamp()) <= run["created_at"] <= at.timestamp() + 10
     time.sleep(4)
     assert len(runs(api, schedule["id"])) == 1
     assert api.get(f"/scheduled_responses/{schedule['id']}")["next_run_at"] is None
