@@ -4,7 +4,6 @@ selector, render; authentication, the key scope and the create quota come from A
 from __future__ import annotations
 
 import asyncio
-import functools
 import hashlib
 import json
 
@@ -20,13 +19,13 @@ from responses_app.http.params import bool_param, include_param, int_param, json
 from responses_app.http.throttling import TenantCreateThrottle
 from responses_app.lib.asyncdb import db
 from responses_app.models import Response
-from responses_app.services.cancel import cancel_by_id, delete_response, request_cancel
+from responses_app.services.cancel import delete_response, request_cancel
 from responses_app.services.create import count_input_tokens, create_response, start_compaction
+from responses_app.services.foreground import finished_or_cancelled, frames_from_created, until_finished
 from responses_app.stream import creates_first
-from responses_app.stream.event_log import Frames
 from responses_app.stream.event_names import named
-from responses_app.stream.reader import ResponseGone, follow_frames, wait_until_finished
-from responses_app.stream.sse import sse_frame, sse_response
+from responses_app.stream.reader import follow_frames
+from responses_app.stream.sse import sse_response
 from responses_app.validation.create import parse_compact_request, parse_count_request, parse_create_request
 from responses_app.validation.request import CreateRequest
 from responses_app.wire.codex_catalog import codex_catalog
@@ -48,18 +47,11 @@ class ResponsesView(ApiView):
             response, create_request = await db(self._create)(request)
         if create_request.stream:
             # A foreground stream's client is its only reader: when it hangs up, stop the work.
-            on_disconnect = None if response.background else functools.partial(cancel_by_id, response.pk)
-            created = Frames(sse_frame(response.created_event), last_sequence_number=0, ends=False)
-            return sse_response(named(follow_frames(response.pk, -1, on_disconnect=on_disconnect, committed=created,
-                                                    error_events=True), request.user.api_key.event_names))
+            return sse_response(named(frames_from_created(response, cancel_on_hang_up=not response.background),
+                                      request.user.api_key.event_names))
         if response.background:
             return JsonResponse(await db(selectors.render_response)(response))
-        try:
-            finished = await _wait_until_finished(response.pk)
-        except asyncio.CancelledError:
-            # The client hung up on a foreground response: nobody will read it.
-            await db(cancel_by_id)(response.pk)
-            raise
+        finished = await finished_or_cancelled(response.pk)
         return JsonResponse(await db(selectors.render_response)(finished))
 
     def _create(self, request: Request) -> tuple[Response, CreateRequest]:
@@ -112,7 +104,7 @@ class ResponseCancelView(ApiView):
             # The worker honours the flag within a second; answer with the cancelled response
             # when it does, or with the response as it stands if the worker is slow.
             try:
-                response = await asyncio.wait_for(_wait_until_finished(response.pk), timeout=CANCEL_WAIT_S)
+                response = await asyncio.wait_for(until_finished(response.pk), timeout=CANCEL_WAIT_S)
             except TimeoutError:
                 response = await db(selectors.get_response)(request.user.tenant, response_id)
         return JsonResponse(await db(selectors.render_response)(response))
@@ -142,11 +134,7 @@ class CompactView(ApiView):
     async def post(self, request: Request) -> HttpResponseBase:
         compact_request = parse_compact_request(json_body(request))
         turn, kept = await db(start_compaction)(request.user.tenant, compact_request)
-        try:
-            finished = await _wait_until_finished(turn.pk)
-        except asyncio.CancelledError:
-            await db(cancel_by_id)(turn.pk)
-            raise
+        finished = await finished_or_cancelled(turn.pk)
         return JsonResponse(await db(compacted_response)(finished, kept))
 
 
@@ -186,10 +174,3 @@ class ModelView(ApiView):
         if model_id not in settings.MODEL_REGISTRY:
             raise NotFound(f"The model '{model_id}' does not exist.", param="model", code="model_not_found")
         return JsonResponse(model_object(model_id))
-
-
-async def _wait_until_finished(response_id: str) -> Response:
-    try:
-        return await wait_until_finished(response_id)
-    except ResponseGone:
-        raise NotFound(f"Response with id '{response_id}' was deleted.", param="response_id") from None

@@ -17,7 +17,7 @@ from responses_app.validation.create import parse_create_request
 from responses_app.validation.request import CreateRequest
 from responses_app.validation.sdk_types import check, strict_validator
 from responses_app.wire.errors import APIError, InvalidRequest
-from responses_app.worker.sampling import LOGPROBS_INCLUDE
+from responses_app.wire.request_body import LOGPROBS_INCLUDE
 
 JsonObject = dict[str, Any]
 

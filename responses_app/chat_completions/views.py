@@ -4,9 +4,6 @@ answered whole once it ends or streamed as it runs. A client that hangs up cance
 
 from __future__ import annotations
 
-import asyncio
-import functools
-
 from django.http import HttpResponseBase, JsonResponse
 from rest_framework.request import Request
 
@@ -20,12 +17,10 @@ from responses_app.http.params import json_body
 from responses_app.http.throttling import TenantCreateThrottle
 from responses_app.lib.asyncdb import db
 from responses_app.models import Response
-from responses_app.services.cancel import cancel_by_id
 from responses_app.services.create import create_response
+from responses_app.services.foreground import finished_or_cancelled, frames_from_created
 from responses_app.stream import creates_first
-from responses_app.stream.event_log import Frames
-from responses_app.stream.reader import follow_frames, wait_until_finished
-from responses_app.stream.sse import sse_frame, sse_response
+from responses_app.stream.sse import sse_response
 from responses_app.wire.errors import APIError
 
 
@@ -39,18 +34,11 @@ class ChatCompletionsView(ApiView):
     async def post(self, request: Request) -> HttpResponseBase:
         with creates_first.create_under_way():
             response, completion = await db(self._create)(request)
-        cancel = functools.partial(cancel_by_id, response.pk)
         if completion.stream:
-            created = Frames(sse_frame(response.created_event), last_sequence_number=0, ends=False)
             stream = ChunkStream(response.pk, int(response.created_at.timestamp()), response.model,
                                  completion.include_usage, completion.logprobs)
-            return sse_response(chat_frames(follow_frames(response.pk, -1, on_disconnect=cancel, committed=created,
-                                                          error_events=True), stream))
-        try:
-            finished = await wait_until_finished(response.pk)
-        except asyncio.CancelledError:
-            await db(cancel)()  # the client hung up: nobody will read it
-            raise
+            return sse_response(chat_frames(frames_from_created(response, cancel_on_hang_up=True), stream))
+        finished = await finished_or_cancelled(response.pk)
         return JsonResponse(completion_object(await db(selectors.render_response)(finished), completion.logprobs))
 
     def _create(self, request: Request) -> tuple[Response, ChatCompletionRequest]:

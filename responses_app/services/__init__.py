@@ -9,6 +9,7 @@ one transaction).
 - steered.py: the successor of a steered response
 - ended.py: the one end of a response, and what follows it, in a fixed order
 - cancel.py: cancel, re-run, delete
+- foreground.py: what a foreground create's view waits on (its end or its stream), cancelled when its client hangs up
 - recovery.py: the lease reaper, the cancel of responses whose socket is gone, the store=false purge
 - redelivery.py: a queued response whose message was lost is sent again
 """

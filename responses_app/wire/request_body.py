@@ -10,10 +10,11 @@ from responses_app.wire.errors import InvalidRequest
 # The largest integer a client may give (token counts, cursors): what an integer column
 # and the engines' 32-bit counters hold.
 MAX_INTEGER = 2**31 - 1
+# The answer's token logprobs: the engine computes them only when a create asks for them.
+LOGPROBS_INCLUDE = "message.output_text.logprobs"
 # What the stored items always hold and the wire leaves out unless asked (wire/objects.public_item).
 SUPPORTED_INCLUDE_VALUES = frozenset({"code_interpreter_call.outputs", "web_search_call.action.sources",
-                                      "file_search_call.results",
-                                      "reasoning.encrypted_content", "message.output_text.logprobs"})
+                                      "file_search_call.results", "reasoning.encrypted_content", LOGPROBS_INCLUDE})
 
 
 def json_object(body: Any) -> dict[str, Any]:

@@ -7,8 +7,7 @@ from typing import Any
 from responses_app.engines.base import SamplingParams
 from responses_app.harmony.encoding import stop_token_ids
 from responses_app.models.response_params import ResponseParams
-
-LOGPROBS_INCLUDE = "message.output_text.logprobs"
+from responses_app.wire.request_body import LOGPROBS_INCLUDE
 
 
 def sampling_params(params: ResponseParams) -> SamplingParams:
