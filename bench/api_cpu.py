@@ -27,7 +27,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.engine_overhead import SERVICES_DIR, make_stack_class  # noqa: E402
-from bench.harness import service_urls, services  # noqa: E402
+from bench.harness import django_on_services  # noqa: E402
 
 INPUT = "Tell me about the harbour at dawn, in a few words."
 
@@ -51,54 +51,37 @@ def main() -> float:
 
     import psutil
 
-    from tests.live.stack import free_port
-
     base_env = dict(os.environ)
     stack = None
     per_response_ms: list[float] = []
-    try:
-        services(SERVICES_DIR, "start", free_port(), free_port())
-        urls = service_urls(services(SERVICES_DIR, "env"))
-        os.environ.update(DATABASE_URL=urls["DATABASE_URL"], REDIS_URL=urls["REDIS_URL"],
-                          CELERY_BROKER_URL=urls["REDIS_URL"], DJANGO_SETTINGS_MODULE="project.settings")
-        import subprocess
-
-        import django
-
-        django.setup()
-        subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True)
-        import logging
-
+    with django_on_services(SERVICES_DIR, database=True) as urls:
         import openai
 
         from responses_app.tenancy.api_keys import create_api_key
 
-        for name in ("httpx", "openai"):
-            logging.getLogger(name).setLevel(logging.WARNING)
         api_key = create_api_key("bench-api")[1]
         stack = make_stack_class()(urls["DATABASE_URL"], urls["REDIS_URL"], {}, 64, base_env)
-        for name in ("web", "worker", "beat"):
-            stack.start(name)
-        daphne = psutil.Process(stack.processes["web"].pid)
-        client = openai.OpenAI(base_url=stack.base_url, api_key=api_key, max_retries=0, timeout=120)
-        with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
-            list(pool.map(lambda i: stream_one(client, i), range(args.concurrency)))  # warm-up
-            for round_number in range(args.rounds):
-                time.sleep(1.0)
-                before = sum(daphne.cpu_times()[:2])
-                started = time.perf_counter()
-                results = list(pool.map(lambda i: stream_one(client, i), range(args.concurrency)))
-                wall = time.perf_counter() - started
-                cpu = sum(daphne.cpu_times()[:2]) - before
-                per_response_ms.append(1000 * cpu / args.concurrency)
-                first = statistics.median(seconds for _, seconds in results)
-                print(f"round {round_number}: {args.concurrency} responses, {sum(n for n, _ in results)} events in "
-                      f"{wall:.2f} s, first event median {first:.3f} s; "
-                      f"daphne {cpu:.2f} CPU-s = {per_response_ms[-1]:.1f} ms per response", flush=True)
-    finally:
-        if stack is not None:
+        try:
+            for name in ("web", "worker", "beat"):
+                stack.start(name)
+            daphne = psutil.Process(stack.processes["web"].pid)
+            client = openai.OpenAI(base_url=stack.base_url, api_key=api_key, max_retries=0, timeout=120)
+            with ThreadPoolExecutor(max_workers=args.concurrency) as pool:
+                list(pool.map(lambda i: stream_one(client, i), range(args.concurrency)))  # warm-up
+                for round_number in range(args.rounds):
+                    time.sleep(1.0)
+                    before = sum(daphne.cpu_times()[:2])
+                    started = time.perf_counter()
+                    results = list(pool.map(lambda i: stream_one(client, i), range(args.concurrency)))
+                    wall = time.perf_counter() - started
+                    cpu = sum(daphne.cpu_times()[:2]) - before
+                    per_response_ms.append(1000 * cpu / args.concurrency)
+                    first = statistics.median(seconds for _, seconds in results)
+                    print(f"round {round_number}: {args.concurrency} responses, {sum(n for n, _ in results)} "
+                          f"events in {wall:.2f} s, first event median {first:.3f} s; "
+                          f"daphne {cpu:.2f} CPU-s = {per_response_ms[-1]:.1f} ms per response", flush=True)
+        finally:
             stack.stop()
-        services(SERVICES_DIR, "stop")
     return statistics.median(per_response_ms)
 
 

@@ -9,7 +9,12 @@ and the two take turns, round by round (5 rounds per level by default); the repo
 the median tokens/s of each side, and stack/raw as the median of the rounds' own ratios.
 
     .venv/bin/python bench/engine_overhead.py [--tokens 512] [--levels 1,8,32,128,256] [--rounds 5]
-                                              [--node-processes 2]
+                                              [--node-processes 2] [--chat]
+
+With ``--chat`` each round also sends a load of the same size through Chat Completions
+(``client.chat.completions.create``, streamed, the usage chunk included) to the same stack,
+with inputs of its own (the same prompt twice would hit the stack engine's prefix cache the
+second time): the report adds chat/raw beside stack/raw, and their difference.
 
 With ``--node-processes N`` the stack's vLLM side is a GPU node (``manage.py run_gpu_node``):
 N worker processes sharing one engine core, against the same raw AsyncLLM. (vLLM turns its
@@ -333,13 +338,15 @@ def stack_cpu_spec(stack: Any) -> CpuSpec:
 
 
 class StackLoad:
-    """The same loads through the whole stack, one SDK stream per response."""
+    """The same loads through the whole stack, one SDK stream per response (``chat``: per chat
+    completion)."""
 
-    def __init__(self, stack: Any, api_key: str, prompts: dict[str, list[int]]) -> None:
+    def __init__(self, stack: Any, api_key: str, prompts: dict[str, list[int]], chat: bool = False) -> None:
         import openai
 
         self.stack = stack
         self.prompts = prompts
+        self.chat = chat
         self.client = openai.OpenAI(base_url=stack.base_url, api_key=api_key, max_retries=0, timeout=600)
 
     def load(self, batch: list[str], tokens: int) -> LevelResult:
@@ -366,6 +373,9 @@ class StackLoad:
     def _one(self, text: str, tokens: int, go: threading.Event, results: list[RequestResult | BaseException],
              index: int) -> None:
         go.wait()
+        if self.chat:
+            self._one_completion(text, tokens, results, index)
+            return
         submitted = time.perf_counter()
         first = in_progress = None
         final: Any = None
@@ -395,6 +405,31 @@ class StackLoad:
                                        first=first, in_progress=in_progress, outcome=outcome)
         if usage is not None and usage.input_tokens != len(self.prompts[text]):
             print(f"  WARNING: the stack's prompt has {usage.input_tokens} tokens, the raw one "
+                  f"{len(self.prompts[text])}", flush=True)
+
+
+    def _one_completion(self, text: str, tokens: int, results: list[RequestResult | BaseException],
+                        index: int) -> None:
+        submitted = time.perf_counter()
+        first = usage = finish_reason = None
+        try:
+            stream = self.client.chat.completions.create(
+                model=MODEL, messages=[{"role": "user", "content": text}], stream=True, max_completion_tokens=tokens,
+                temperature=0, stream_options={"include_usage": True})
+            with stream:
+                for chunk in stream:  # every chunk, to [DONE], as a client would
+                    first = first or time.perf_counter()
+                    if chunk.choices and chunk.choices[0].finish_reason:
+                        finish_reason = chunk.choices[0].finish_reason
+                    usage = chunk.usage or usage
+            end = time.perf_counter()
+        except BaseException as error:  # reported by the main thread
+            results[index] = error
+            return
+        results[index] = RequestResult(tokens=usage.completion_tokens if usage else 0, submitted=submitted, end=end,
+                                       first=first, outcome=f"chat {finish_reason}")
+        if usage is not None and usage.prompt_tokens != len(self.prompts[text]):
+            print(f"  WARNING: the completion's prompt has {usage.prompt_tokens} tokens, the raw one "
                   f"{len(self.prompts[text])}", flush=True)
 
 
@@ -461,6 +496,26 @@ def report(raw: dict[int, list[LevelResult]], stack: dict[int, list[LevelResult]
     return ratio_at_top
 
 
+def report_chat(raw: dict[int, list[LevelResult]], stack: dict[int, list[LevelResult]],
+                chat: dict[int, list[LevelResult]]) -> None:
+    """Chat Completions beside the Responses path: each against the same round's raw run."""
+    print()
+    print("Chat Completions: the same load (inputs of its own) through client.chat.completions.create, streamed. "
+          "chat/raw and stack/raw: the medians of the rounds' own ratios.")
+    header = (f"{'conc':>4} | {'chat tok/s':>10} | {'chat/raw (each round)':>36} | {'stack/raw':>9} | "
+              f"{'difference':>10} | {'chat 1st chunk':>15}")
+    print(header)
+    print("-" * len(header))
+    for level in raw:
+        chat_ratios = [c.tokens_per_s / r.tokens_per_s for r, c in zip(raw[level], chat[level], strict=True)]
+        stack_ratio = statistics.median(s.tokens_per_s / r.tokens_per_s for r, s in zip(raw[level], stack[level],
+                                                                                           strict=True))
+        chat_ratio = statistics.median(chat_ratios)
+        each = f"{chat_ratio:.2f} ({', '.join(f'{ratio:.2f}' for ratio in chat_ratios)})"
+        print(f"{level:>4} | {statistics.median(c.tokens_per_s for c in chat[level]):>10.1f} | {each:>36} | "
+              f"{stack_ratio:>9.2f} | {chat_ratio - stack_ratio:>+10.2f} | {pair(pooled(chat[level]).first()):>15}")
+
+
 def pooled(results: list[LevelResult]) -> LevelResult:
     return LevelResult(results[0].concurrency, [r for result in results for r in result.requests])
 
@@ -478,6 +533,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=5, help="rounds per level and phase")
     parser.add_argument("--node-processes", type=int, default=1,
                         help="the stack's vLLM side as a GPU node: this many worker processes on one engine core")
+    parser.add_argument("--chat", action="store_true",
+                        help="each round also runs the load through Chat Completions (report_chat)")
     parser.add_argument("--worker-concurrency", type=int, default=264,
                         help="the vllm-worker's Celery threads (a deployment's default: one for each of its "
                              "256 response slots, and 8)")
@@ -504,6 +561,7 @@ def main() -> float | None:
     raw_engine = None
     raw: dict[int, list[LevelResult]] = {level: [] for level in levels}
     staged: dict[int, list[LevelResult]] = {level: [] for level in levels}
+    chatted: dict[int, list[LevelResult]] = {level: [] for level in levels}
     try:
         print(f"services: PostgreSQL + Redis in {SERVICES_DIR.relative_to(ROOT)}", flush=True)
         services(SERVICES_DIR, "start", free_port(), free_port())
@@ -532,7 +590,7 @@ def main() -> float | None:
         # The stack renders the prompt with the response's creation date (UTC); so does the bench.
         today = dt.datetime.now(dt.UTC).date().isoformat()
         # A third more candidates than the rounds need, for the screening below.
-        needed = sum(levels) * args.rounds
+        needed = sum(levels) * args.rounds * (2 if args.chat else 1)
         candidates = texts(needed + needed // 3 + 4)
         warmup = texts(max(levels), "warmup")
         prompts = {text: render_prompt(PromptRequest(
@@ -553,6 +611,8 @@ def main() -> float | None:
                  if r.tokens == n and r.outcome == "length"]
         print(f"  screened {len(candidates)} inputs: {len(valid)} run {n} tokens inside the first header", flush=True)
         plan = plan_rounds(valid, levels, args.rounds)
+        # Chat Completions' own inputs, after those of the Responses path.
+        chat_plan = plan_rounds(valid[sum(levels) * args.rounds:], levels, args.rounds) if args.chat else {}
 
         print("stack: Daphne, Celery worker + beat, vllm-worker, PostgreSQL, Redis", flush=True)
         subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True,
@@ -569,12 +629,17 @@ def main() -> float | None:
               flush=True)
         stack_load = StackLoad(stack, api_key, prompts)
         stack_load.load(warmup, 16)  # task threads' DB connections, the SDK's connection pool
+        chat_load = StackLoad(stack, api_key, prompts, chat=True)
+        if args.chat:
+            chat_load.load(warmup, 16)
 
         # Both engines are up (each idle while the other runs); each round runs the same texts
         # through both, and which goes first alternates from round to round.
         for level in levels:
             for round_number, batch in enumerate(plan[level]):
-                phases = ["raw", "stack"] if round_number % 2 == 0 else ["stack", "raw"]
+                phases = ["raw", "stack", *(["chat"] if args.chat else [])]
+                # Who goes first turns from round to round.
+                phases = phases[round_number % len(phases):] + phases[:round_number % len(phases)]
                 for phase in phases:
                     # Let the previous run's tail (the stack's last writes, an mp executor's
                     # spin after its last step) go quiet first.
@@ -582,6 +647,9 @@ def main() -> float | None:
                     if phase == "raw":
                         result = raw_engine.load(batch, n, f"raw-{level}-{round_number}")
                         raw[level].append(result)
+                    elif phase == "chat":
+                        result = chat_load.load(chat_plan[level][round_number], n)
+                        chatted[level].append(result)
                     else:
                         result = stack_load.load(batch, n)
                         staged[level].append(result)
@@ -598,7 +666,10 @@ def main() -> float | None:
             kill_descendants()
     if not all(staged.values()):
         return None  # interrupted
-    return report(raw, staged, n, args)
+    ratio = report(raw, staged, n, args)
+    if args.chat and all(chatted.values()):
+        report_chat(raw, staged, chatted)
+    return ratio
 
 
 if __name__ == "__main__":  # required: vLLM starts its engine core with multiprocessing "spawn"

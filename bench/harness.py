@@ -103,21 +103,28 @@ def cpu_delta(before: dict[str, float], after: dict[str, float]) -> dict[str, fl
 
 
 @contextmanager
-def django_on_services(directory: Path) -> Iterator[dict[str, str]]:
+def django_on_services(directory: Path, database: bool = False) -> Iterator[dict[str, str]]:
     """PostgreSQL and Redis of ``directory`` on free ports, Django set up on that Redis (a
-    stack's readiness check asks its workers over Celery's broker), their URLs; stopped after."""
+    stack's readiness check asks its workers over Celery's broker), their URLs; stopped after.
+    With ``database``, Django is on that PostgreSQL too, migrated: for a bench that makes
+    API keys and reads rows in its own process."""
     from tests.live.stack import LOG_DIR, free_port
 
     LOG_DIR.mkdir(parents=True, exist_ok=True)
     try:
         services(directory, "start", free_port(), free_port())
         urls = service_urls(services(directory, "env"))
+        # Before django.setup(): the settings read them.
         os.environ.update(REDIS_URL=urls["REDIS_URL"], CELERY_BROKER_URL=urls["REDIS_URL"],
                           DJANGO_SETTINGS_MODULE="project.settings")
+        if database:
+            os.environ["DATABASE_URL"] = urls["DATABASE_URL"]
         import django
 
         django.setup()
-        for name in ("httpx", "httpx2"):  # the settings log requests at INFO; the report is the output
+        if database:
+            subprocess.run([sys.executable, "manage.py", "migrate", "--noinput", "-v", "0"], cwd=ROOT, check=True)
+        for name in ("httpx", "httpx2", "openai"):  # the settings log requests at INFO; the report is the output
             logging.getLogger(name).setLevel(logging.WARNING)
         yield urls
     finally:

@@ -102,6 +102,27 @@ VARIABLES: tuple[Variable, ...] = (
              "Responses one worker process runs at once on its engine loop: the sum of each model's "
              "`engine_args.max_num_seqs` (256 unless set); a full process claims no more.",
              documented_default="the engines' batches"),
+    Variable("NODE_ID", None,
+             "The name of this worker node (a GPU, or the processes sharing its engine): its queue of each model "
+             "(`<model queue>@<NODE_ID>`, where dispatch sends the responses whose prefix it holds), and what "
+             "`/metrics` counts its prompt tokens and dispatch decisions by. Unique per node.",
+             documented_default="the machine's host name"),
+    Variable("DISPATCH", "prefix",
+             "Where a response is sent: `prefix`, the node whose expected first token is soonest (the prefix it "
+             "holds against its load), `least_loaded`, the node with the fewest responses, or `model_queue`, the "
+             "model's queue that every node takes from ([how dispatch decides](gpu-node.md#dispatch)). With no "
+             "live node, the model's queue."),
+    Variable("FLEET_PREFILL_TOKENS_PER_S", "30000",
+             "What dispatch expects a node to prefill per second (30,000 stands for gpt-oss-20b on an H100): the "
+             "seconds a prefix saves, and how long a response waits for its busy node at most."),
+    Variable("FLEET_MAX_WAIT_S", "10", "A response waits for its preferred node at most this long, whatever "
+             "its prefix would save; then any node of its model takes it."),
+    Variable("FLEET_HEARTBEAT_S", "1", "How often each worker process reports its load (and spills the "
+             "responses whose wait for their node is over)."),
+    Variable("FLEET_NODE_TTL_S", "5", "A node whose processes reported nothing for this long has left: "
+             "dispatch forgets its prefixes."),
+    Variable("FLEET_AFFINITY_TTL_S", "3600", "How long dispatch remembers where a prefix was computed (a "
+             "chain's response, a conversation, a prompt_cache_key, a leading input)."),
     Variable("NODE_ADMISSION_FILE", "",
              "Set by the node supervisor (`manage.py run_gpu_node`) for its worker processes: the file whose locked "
              "bytes are the node's response slots, so that admission counts the engine's batch across the processes "
@@ -145,11 +166,21 @@ VARIABLES: tuple[Variable, ...] = (
              "A foreground response whose WebSocket went away is cancelled when no socket of its session resumed it "
              "within this time."),
     Variable("DETACHED_SWEEP_INTERVAL_S", "5", "How often beat looks for such responses."),
+    Variable("WS_REFUSAL_WAIT_S", "5",
+             "A WebSocket refused at its handshake (a bad key or query) answers the client's first message with "
+             "its error event; a client that sends nothing gets it after this long."),
     Variable("WS_MAX_PENDING_STEERS", "8",
              "Steering inputs that may wait for one response; more fail with `too_many_pending_steers`."),
     Variable("WS_CURSOR_TTL_S", "3600",
              "How long Redis keeps what the server sent to a socket session (a resume without `starting_after`)."),
     Variable("ECHO_TOKEN_DELAY_MS", "0", "Artificial delay per token of the `echo` engine (demos, tests)."),
+    Variable("ECHO_PREFIX_CACHE_TOKENS", "1000000",
+             "The `echo` engine's prefix cache, in prompt tokens (about what an H100 holds of gpt-oss-20b's KV "
+             "cache): usage reports `cached_tokens` as vLLM's does. `0` turns it off."),
+    Variable("ECHO_PREFILL_TOKENS_PER_S", "0",
+             "The `echo` engine's prefill rate: each prompt token it does not hold in cache delays the first token "
+             "by 1/rate seconds, and a worker's prefills take their turns (`30000` stands for gpt-oss-20b on an "
+             "H100). `0`: prefill costs nothing."),
     Variable("PUBLIC_BASE_URL", "http://127.0.0.1:8000",
              "Where clients reach the server; code interpreter file outputs link to it."),
     Variable("MAX_TOOL_TURNS", "64", "A response that is still calling tools after this many engine turns fails."),

@@ -7,6 +7,7 @@ worker and Daphne. Production sets DATABASE_URL to PostgreSQL.
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import dj_database_url
@@ -224,6 +225,7 @@ SSE_KEEPALIVE_S = number("SSE_KEEPALIVE_S")
 # is capped; the server's delivery cursor of a session (for a resume without one of the
 # client's own) is kept in Redis this long.
 WS_RESUME_GRACE_S = number("WS_RESUME_GRACE_S")
+WS_REFUSAL_WAIT_S = number("WS_REFUSAL_WAIT_S")
 WS_MAX_PENDING_STEERS = int(number("WS_MAX_PENDING_STEERS"))
 WS_CURSOR_TTL_S = int(number("WS_CURSOR_TTL_S"))
 # POST /v1/responses/compact: the most tokens the model may spend on its summary turn.
@@ -246,6 +248,8 @@ PACKED_LOG_CACHE_BYTES = int(number("PACKED_LOG_CACHE_MB") * 2**20)
 # Rows of store=false responses are deleted this long after the response ends.
 UNSTORED_RETENTION_S = number("UNSTORED_RETENTION_S")
 ECHO_TOKEN_DELAY_MS = number("ECHO_TOKEN_DELAY_MS")
+ECHO_PREFIX_CACHE_TOKENS = int(number("ECHO_PREFIX_CACHE_TOKENS"))
+ECHO_PREFILL_TOKENS_PER_S = number("ECHO_PREFILL_TOKENS_PER_S")
 
 # --- Background jobs ---------------------------------------------------------------------
 # Stored responses are deleted this many days after they end (0: kept forever); a tenant
@@ -298,6 +302,16 @@ MODEL_REGISTRY = _load_model_registry()
 ENGINE_BATCH_DEFAULT = 256
 WORKER_RESPONSE_SLOTS = int(number("WORKER_RESPONSE_SLOTS", computed=sum(
     entry.get("engine_args", {}).get("max_num_seqs", ENGINE_BATCH_DEFAULT) for entry in MODEL_REGISTRY.values())))
+NODE_ID = text("NODE_ID", computed=socket.gethostname())
+# Dispatch across the nodes of a model (responses_app/dispatch/placement.py).
+DISPATCH = text("DISPATCH")
+if DISPATCH not in ("prefix", "least_loaded", "model_queue"):
+    raise ValueError(f"DISPATCH={DISPATCH!r}: one of prefix, least_loaded, model_queue")
+FLEET_PREFILL_TOKENS_PER_S = number("FLEET_PREFILL_TOKENS_PER_S")
+FLEET_MAX_WAIT_S = number("FLEET_MAX_WAIT_S")
+FLEET_HEARTBEAT_S = number("FLEET_HEARTBEAT_S")
+FLEET_NODE_TTL_S = number("FLEET_NODE_TTL_S")
+FLEET_AFFINITY_TTL_S = number("FLEET_AFFINITY_TTL_S")
 # On a GPU node run by its supervisor (responses_app/engines/node.py): the node's response
 # slots (shared by its worker processes), and the engine core this process is a client of.
 NODE_ADMISSION_FILE = text("NODE_ADMISSION_FILE")

@@ -18,6 +18,7 @@ from responses_app.stream.pack_requests import PACK_TASK
 from responses_app.tenancy import retention
 from responses_app.vector_stores import ingest
 from responses_app.webhooks import delivery as webhook_delivery
+from responses_app.worker import membership  # noqa: F401  (a node's queue, heartbeat and spill pass)
 from responses_app.worker import run as worker
 
 

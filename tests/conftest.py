@@ -27,7 +27,7 @@ from tests.live.stack import LiveStack, database_url
 
 # The fixtures that start servers in processes of their own: the live stack, the fault
 # suite's stacks on services of their own, and s3rver (a Node client that `make test` installs).
-LIVE_FIXTURES = frozenset({"live_stack", "fault_stack", "crowded_stack", "two_nodes", "s3rver"})
+LIVE_FIXTURES = frozenset({"live_stack", "fault_stack", "crowded_stack", "two_nodes", "fleet_stack", "s3rver"})
 TINY_MODEL_CACHE = settings.BASE_DIR / ".cache" / "models"
 
 

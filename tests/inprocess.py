@@ -85,7 +85,9 @@ class InlineWorker:
         self._threads = ThreadPoolExecutor(self.THREADS, thread_name_prefix="in-process-worker")
         self._pending: list[Any] = []
 
-    def send(self, response: Any, task_id: str, priority: int | None = None) -> None:
+    def send(self, response: Any, task_id: str, priority: int | None = None, hint: Any = None,
+             spilled_from: str | None = None) -> None:
+        """task_queue.send's place: every response runs here, wherever dispatch would send it."""
         self._pending.append(self._threads.submit(self._run, response.pk))
 
     def send_batch_task(self, task: str, batch_id: str) -> None:

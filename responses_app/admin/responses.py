@@ -79,7 +79,7 @@ class ResponseAdmin(ResponseColumns, admin.ModelAdmin):
     actions = ["cancel_responses", "rerun_responses", "delete_responses"]
     fieldsets = (
         (None, {"fields": (("status_badge", "tenant", "model", "background", "store"),
-                           ("created_at", "started_at", "completed_at", "duration"),
+                           ("created_at", "started_at", "completed_at", "duration", "node"),
                            ("previous_response", "conversation", "truncated_items", "rerun_of", "reruns"))}),
         ("WebSocket", {"classes": ("collapse",),
                        "fields": (("socket_session", "stream_id", "lane_after_link", "detached_at"), "steering")}),

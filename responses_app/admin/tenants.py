@@ -82,7 +82,7 @@ class TenantDailyUsageAdmin(admin.ModelAdmin):
 class ApiKeyAddForm(forms.ModelForm):
     class Meta:
         model = ApiKey
-        fields = ("tenant", "name", "scope", "event_names", "expires_at")
+        fields = ("tenant", "name", "scope", "event_names", "reasoning_fields", "expires_at")
 
     def clean_expires_at(self) -> Any:
         expires_at = self.cleaned_data.get("expires_at")
@@ -93,7 +93,8 @@ class ApiKeyAddForm(forms.ModelForm):
 
 @admin.register(ApiKey)
 class ApiKeyAdmin(admin.ModelAdmin):
-    list_display = ("prefix", "name", "tenant", "scope", "event_names", "expires_at", "last_used_at", "revoked_at")
+    list_display = ("prefix", "name", "tenant", "scope", "event_names", "reasoning_fields", "expires_at",
+                    "last_used_at", "revoked_at")
     list_filter = ("tenant", "scope", "event_names")
     list_select_related = ("tenant",)
     search_fields = ("prefix", "name", "tenant__name")
@@ -110,9 +111,9 @@ class ApiKeyAdmin(admin.ModelAdmin):
 
     def get_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> tuple[str, ...]:
         if obj is None:
-            return ("tenant", "name", "scope", "event_names", "expires_at")
-        return ("tenant", "name", "scope", "event_names", "prefix", "expires_at", "created_at", "last_used_at",
-                "revoked_at")
+            return ("tenant", "name", "scope", "event_names", "reasoning_fields", "expires_at")
+        return ("tenant", "name", "scope", "event_names", "reasoning_fields", "prefix", "expires_at", "created_at",
+                "last_used_at", "revoked_at")
 
     def get_readonly_fields(self, request: HttpRequest, obj: ApiKey | None = None) -> tuple[str, ...]:
         if obj is None:
@@ -125,7 +126,7 @@ class ApiKeyAdmin(admin.ModelAdmin):
             return
         # Keys are made in one place (auth.create_api_key): it alone sees the secret.
         key, plaintext = create_api_key(obj.tenant.name, obj.name, scope=obj.scope, expires_at=obj.expires_at,
-                                        event_names=obj.event_names)
+                                        event_names=obj.event_names, reasoning_fields=obj.reasoning_fields)
         obj.pk = key.pk
         obj.refresh_from_db()
         obj._state.adding = False

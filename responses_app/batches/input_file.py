@@ -1,6 +1,6 @@
 """A batch's input file, checked line by line as OpenAI checks it: one JSON object per line
 with a unique ``custom_id``, ``method`` POST, ``url`` the batch's endpoint, and a ``body``
-that the create validation accepts, every body naming the same model."""
+that the endpoint's validation accepts (batches/endpoints.py), every body naming the same model."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any, cast
 
-from responses_app.validation.create import parse_create_request
+from responses_app.batches.endpoints import check_line_body
 from responses_app.wire.errors import APIError
 
 # The error list of a failed batch keeps at most this many (a file of 50,000 bad lines
@@ -91,12 +91,5 @@ def _check_line(raw: bytes, number: int, endpoint: str, seen: set[str]) -> Batch
         raise APIError(f"'url' must be the batch's endpoint {endpoint!r}, not {request.get('url')!r}.",
                        param="url", code="invalid_url")
     body = request.get("body")
-    try:
-        create = parse_create_request(body)
-    except APIError as error:
-        raise APIError(error.message, param=f"body.{error.param}" if error.param else "body",
-                       code=error.code or "invalid_request") from None
-    if create.stream:
-        raise APIError("A batch's requests cannot stream: 'stream' must be false or absent.", param="body.stream",
-                       code="invalid_request")
-    return BatchLine(line=number, custom_id=custom_id, body=cast(dict[str, Any], body))  # parse_create_request's
+    check_line_body(endpoint, body)
+    return BatchLine(line=number, custom_id=custom_id, body=cast(dict[str, Any], body))  # check_line_body's

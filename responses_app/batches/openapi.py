@@ -17,7 +17,8 @@ LINKS: Links = {}
 
 
 BATCH_CREATE = extend_schema(
-    operation_id="createBatch", summary="Create a batch of /v1/responses requests from a batch file",
+    operation_id="createBatch",
+    summary="Create a batch of /v1/responses or /v1/chat/completions requests from a batch file",
     request={"application/json": ref("BatchCreateParams")},
     examples=[OpenApiExample("A batch", request_only=True,
                              value={"input_file_id": "file-abc", "endpoint": "/v1/responses",

@@ -1,7 +1,7 @@
 """A batch's output file and error file, in OpenAI's line format and in input order:
 
     {"id": "batch_req_…", "custom_id": …, "response": {"status_code": 200, "request_id": …,
-     "body": <the Response object>}, "error": null}
+     "body": <the Response object, or the chat.completion>}, "error": null}
 
 A request refused at create, or whose response failed, is a line of the error file with the
 status code and body a create would have had; one that the batch's end cut short has
@@ -17,9 +17,11 @@ from typing import IO, Any
 
 from django.core.files import File
 
+from responses_app.batches.endpoints import result_body
 from responses_app.files import store as files
 from responses_app.models import Batch, BatchRequest, BatchRequestState, OutputItem, Response, StoredFile
 from responses_app.wire.objects import response_object
+from responses_app.wire.request_body import LOGPROBS_INCLUDE
 
 CHUNK = 500
 # Files up to this size are built in memory, larger ones in a temporary file.
@@ -49,7 +51,7 @@ def write_results(batch: Batch) -> Written:
     cut_short = "batch_expired" if batch.expired_at else "batch_cancelled"
     with (tempfile.SpooledTemporaryFile(SPOOL_BYTES) as output, tempfile.SpooledTemporaryFile(SPOOL_BYTES) as errors):
         for request, response, items in _ended_requests(batch):
-            line = _line(request, response, items, cut_short)
+            line = _line(request, response, items, cut_short, batch.endpoint)
             if line["response"] is not None and line["response"]["status_code"] == 200:
                 assert response is not None  # a 200 is a completed request's (a failed one's is an APIError's)
                 usage.add(response.usage)
@@ -80,10 +82,12 @@ def _ended_requests(batch: Batch) -> Iterator[tuple[BatchRequest, Response | Non
 
 
 def _line(request: BatchRequest, response: Response | None, items: list[dict[str, Any]],
-          cut_short: str) -> dict[str, Any]:
+          cut_short: str, endpoint: str) -> dict[str, Any]:
     line: dict[str, Any] = {"id": request.id, "custom_id": request.custom_id, "response": None, "error": None}
     if request.state == BatchRequestState.COMPLETED and response is not None:
-        line["response"] = {"status_code": 200, "request_id": response.pk, "body": response_object(response, items)}
+        line["response"] = {"status_code": 200, "request_id": response.pk,
+                            "body": result_body(endpoint, response_object(response, items),
+                                                LOGPROBS_INCLUDE in response.params.include)}
     elif request.state == BatchRequestState.FAILED and request.error is not None:
         line["response"] = {"status_code": request.error["status_code"], "request_id": None,
                             "body": request.error["body"]}

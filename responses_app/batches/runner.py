@@ -9,6 +9,7 @@ A request is started in the transaction that creates its response, so it runs on
 from __future__ import annotations
 
 import logging
+from dataclasses import replace
 from datetime import timedelta
 
 from django.conf import settings
@@ -17,6 +18,7 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from responses_app.batches import results
+from responses_app.batches.endpoints import parse_line
 from responses_app.batches.input_file import batch_lines, check_input_file
 from responses_app.files import store as files
 from responses_app.models import (
@@ -30,7 +32,6 @@ from responses_app.models import (
 )
 from responses_app.services.cancel import request_cancel
 from responses_app.services.create import create_response
-from responses_app.validation.create import parse_create_request
 from responses_app.webhooks import outbox
 from responses_app.wire.errors import APIError
 
@@ -172,10 +173,12 @@ def _start(batch: Batch, request: BatchRequest) -> None:
     """Create the request's response (sent to its model's queue once this commits), or record
     why it could not be created: the error file gives the status and body a create got."""
     try:
-        create = parse_create_request(request.body)
-        create.background, create.batch_id = True, batch.pk
-        with transaction.atomic():
-            response = create_response(batch.tenant, create)
+        line = parse_line(batch.endpoint, request.body)
+        try:
+            with transaction.atomic():
+                response = create_response(batch.tenant, replace(line.create, background=True, batch_id=batch.pk))
+        except APIError as error:
+            raise line.renamed(error) from None
     except APIError as error:
         BatchRequest.objects.filter(pk=request.pk).update(
             state=BatchRequestState.FAILED, error={"status_code": error.status_code, "body": error.body()})

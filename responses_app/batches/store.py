@@ -7,7 +7,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 
-from responses_app.batches.requests import BATCH_ENDPOINT, BatchCreate
+from responses_app.batches.requests import BatchCreate
 from responses_app.batches.runner import stop_batch
 from responses_app.dispatch.batch_slots import ADVANCE_BATCH_TASK, VALIDATE_BATCH_TASK, send_batch_task
 from responses_app.files import store as files
@@ -25,7 +25,7 @@ def create_batch(tenant: Tenant, request: BatchCreate) -> Batch:
     if input_file.purpose != FilePurpose.BATCH:
         raise InvalidRequest(f"The input file must have purpose 'batch'; {input_file.pk} has purpose "
                              f"{input_file.purpose!r}.", param="input_file_id", code="invalid_file_purpose")
-    batch = Batch(tenant=tenant, endpoint=BATCH_ENDPOINT, input_file_id=input_file.pk, completion_window="24h",
+    batch = Batch(tenant=tenant, endpoint=request.endpoint, input_file_id=input_file.pk, completion_window="24h",
                   metadata=request.metadata, output_expires_after_s=request.output_expires_after_s)
     batch.expires_at = batch.created_at + timedelta(seconds=settings.BATCH_COMPLETION_WINDOW_S)
     with transaction.atomic():

@@ -1,7 +1,8 @@
-"""A finished response said as Chat Completions says it: the ``chat.completion`` object
-(one choice), its finish reason and its usage. The reasoning is given twice, as
-``reasoning_content`` and as ``reasoning``: clients read one name or the other (vLLM renamed
-the field in 0.16), and each name alone leaves half of them without it."""
+"""Finished responses said as Chat Completions says them: the ``chat.completion`` object
+(one choice per response: ``n`` of them run side by side), its finish reasons and its usage.
+The reasoning is given twice, as ``reasoning_content`` and as ``reasoning``: clients read
+one name or the other (vLLM renamed the field in 0.16), and each name alone leaves half of
+them without it; a key can keep one (ApiKey.reasoning_fields)."""
 
 from __future__ import annotations
 
@@ -19,15 +20,44 @@ class CompletionFailed(APIError):
     error_type = "server_error"
 
 
+REASONING_NAMES = ("reasoning_content", "reasoning")
+
+
+def reasoning_names(fields: str) -> tuple[str, ...]:
+    """The names a key's completions give their reasoning under (ApiKey.reasoning_fields)."""
+    return REASONING_NAMES if fields == "both" else (fields,)
+
+
+def with_reasoning_names(completion: JsonObject, names: tuple[str, ...]) -> JsonObject:
+    """The completion with its messages' reasoning under ``names`` only."""
+    for choice in completion["choices"]:
+        for name in REASONING_NAMES:
+            if name not in names:
+                choice["message"].pop(name, None)
+    return completion
+
+
 def completion_id(response_id: str) -> str:
     return "chatcmpl-" + response_id.removeprefix("resp_")
 
 
-def completion_object(response: JsonObject, logprobs: bool = False) -> JsonObject:
-    """``response``: a terminal Response object (wire/objects.response_object). Raises the
-    error of a failed one. ``logprobs``: the answer's, as its text parts carry them."""
-    if response["status"] == "failed":
-        raise failure(response["error"] or {})
+def completion_object(responses: list[JsonObject], logprobs: bool = False) -> JsonObject:
+    """``responses``: terminal Response objects (wire/objects.response_object), one per choice;
+    the first names the completion. Raises the error of a failed one. ``logprobs``: the
+    answer's, as its text parts carry them."""
+    for response in responses:
+        if response["status"] == "failed":
+            raise failure(response["error"] or {})
+    first = responses[0]
+    return {
+        "id": completion_id(first["id"]), "object": "chat.completion", "created": first["created_at"],
+        "model": first["model"], "system_fingerprint": None, "service_tier": first.get("service_tier"),
+        "choices": [_choice(index, response, logprobs) for index, response in enumerate(responses)],
+        "usage": usage([response["usage"] for response in responses]),
+    }
+
+
+def _choice(index: int, response: JsonObject, logprobs: bool) -> JsonObject:
     message: JsonObject = {"role": "assistant", "content": None, "refusal": None, "annotations": [],
                            "tool_calls": None}
     texts, reasoning, calls, tokens = [], [], [], []
@@ -45,14 +75,8 @@ def completion_object(response: JsonObject, logprobs: bool = False) -> JsonObjec
         message["reasoning_content"] = message["reasoning"] = "".join(reasoning)
     if calls:
         message["tool_calls"] = calls
-    return {
-        "id": completion_id(response["id"]), "object": "chat.completion", "created": response["created_at"],
-        "model": response["model"], "system_fingerprint": None, "service_tier": response.get("service_tier"),
-        "choices": [{"index": 0, "message": message,
-                     "logprobs": {"content": tokens, "refusal": None} if logprobs else None,
-                     "finish_reason": finish_reason(response, bool(calls))}],
-        "usage": usage(response["usage"]),
-    }
+    return {"index": index, "message": message, "logprobs": {"content": tokens, "refusal": None} if logprobs else None,
+            "finish_reason": finish_reason(response, bool(calls))}
 
 
 def finish_reason(response: JsonObject, called: bool) -> str:
@@ -63,13 +87,18 @@ def finish_reason(response: JsonObject, called: bool) -> str:
     return "tool_calls" if called else "stop"
 
 
-def usage(used: JsonObject | None) -> JsonObject | None:
-    if used is None:
+def usage(choices: list[JsonObject | None]) -> JsonObject | None:
+    """The usage of a completion whose choices are these responses': the prompt once (each
+    choice reads the same), the tokens each choice generated added up."""
+    used = [value for value in choices if value is not None]
+    if len(used) != len(choices):
         return None
-    cached = (used.get("input_tokens_details") or {}).get("cached_tokens", 0)
-    reasoning = (used.get("output_tokens_details") or {}).get("reasoning_tokens", 0)
-    return {"prompt_tokens": used["input_tokens"], "completion_tokens": used["output_tokens"],
-            "total_tokens": used["total_tokens"], "prompt_tokens_details": {"cached_tokens": cached},
+    prompt = used[0]["input_tokens"]
+    completion = sum(value["output_tokens"] for value in used)
+    cached = (used[0].get("input_tokens_details") or {}).get("cached_tokens", 0)
+    reasoning = sum((value.get("output_tokens_details") or {}).get("reasoning_tokens", 0) for value in used)
+    return {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion,
+            "prompt_tokens_details": {"cached_tokens": cached},
             "completion_tokens_details": {"reasoning_tokens": reasoning}}
 
 

@@ -1,7 +1,9 @@
 """A completion's ``messages`` as the Responses input items that say the same conversation
 to harmony (harmony/history.py renders them):
 
-- ``system`` and ``developer``: a message of that role (harmony's developer message);
+- ``system`` and ``developer``: those that open the conversation are its instructions, which
+  harmony's developer message holds before the tools (as gpt-oss's own chat template puts
+  them); a later one is a message of that role (a developer message of its own);
 - ``user``: its text and file parts (a file is read as text, as ``input_file`` is);
 - ``assistant``: its reasoning (``reasoning_content`` or ``reasoning``, as vLLM's clients send
   it back), its content (on the commentary channel beside tool calls, as a preamble; else
@@ -25,10 +27,12 @@ JsonObject = dict[str, Any]
 
 @dataclass(frozen=True)
 class Conversation:
-    """The input items, and for each the index of the message it came from (for errors)."""
+    """The input items, and for each the index of the message it came from (for errors); the
+    instructions of the messages that open it."""
 
     items: list[JsonObject]
     origins: list[int]
+    instructions: str | None = None
 
 
 def without_reasoning(messages: Any) -> tuple[Any, dict[int, str]]:
@@ -59,13 +63,16 @@ def conversation(messages: list[JsonObject], reasoning: dict[int, str]) -> Conve
     """The items of ``messages`` (checked against the SDK's types already)."""
     if not messages:
         raise InvalidRequest("'messages' must not be empty.", param="messages", code="empty_array")
+    opening = next((index for index, message in enumerate(messages) if message["role"] not in ("system", "developer")),
+                   0)  # only instructions: they stay messages, the conversation's whole input
+    instructions = [_text(message["content"], f"messages[{index}]") for index, message in enumerate(messages[:opening])]
     items: list[JsonObject] = []
     origins: list[int] = []
-    for index, message in enumerate(messages):
+    for index, message in enumerate(messages[opening:], start=opening):
         made = _items(message, reasoning.get(index), f"messages[{index}]")
         items += made
         origins += [index] * len(made)
-    return Conversation(items, origins)
+    return Conversation(items, origins, "\n\n".join(instructions) if instructions else None)
 
 
 def _items(message: JsonObject, reasoning: str | None, param: str) -> list[JsonObject]:

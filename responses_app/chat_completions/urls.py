@@ -1,4 +1,4 @@
-"""The Chat Completions endpoint under /v1 (api/urls.py includes it)."""
+"""The Chat Completions endpoints under /v1 (api/urls.py includes them)."""
 
 from __future__ import annotations
 
@@ -8,4 +8,6 @@ from responses_app.chat_completions import views
 
 urlpatterns = [
     path("chat/completions", views.ChatCompletionsView.as_view()),
+    path("chat/completions/<str:completion_id>", views.ChatCompletionView.as_view()),
+    path("chat/completions/<str:completion_id>/messages", views.ChatCompletionMessagesView.as_view()),
 ]

@@ -28,13 +28,22 @@ class SamplingParams:
     top_p: float | None = None
     presence_penalty: float | None = None
     frequency_penalty: float | None = None
+    # Chat Completions' seed and vLLM's extensions (models/response_params.ChatOptions); the
+    # echo engine, which samples nothing, takes them and changes nothing.
+    seed: int | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    repetition_penalty: float | None = None
     # Log probabilities of each output token and of this many alternatives; None: none.
     logprobs: int | None = None
     # Generation stops right after any of these tokens (harmony's <|return|>, <|call|>).
     stop_token_ids: tuple[int, ...] = ()
-    # Engine options that the worker sets (a structured output's grammar, a seed); engines
+    # Engine options that the worker sets (a structured output's grammar); engines
     # ignore the keys they do not know.
     extra: dict = field(default_factory=dict)
+    # The prefix cache's salt: a prompt's cached blocks are found only by requests of the
+    # same salt (the tenant's), so no tenant's first-token time tells of another's prompts.
+    cache_salt: str | None = None
     # The request's metadata: the echo engine reads its test knobs from it.
     metadata: dict[str, str] = field(default_factory=dict)
 
@@ -72,3 +81,6 @@ class Engine(Protocol):
 
     def is_dead(self) -> bool:
         """True once the engine can no longer generate."""
+
+    def prefill_backlog_s(self) -> float:
+        """Seconds of prefill queued ahead of a request submitted now (0 where not known)."""

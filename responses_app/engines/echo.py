@@ -22,6 +22,9 @@ It reads the harmony prompt it is given and answers the LAST user message:
 * A reasoning summary request (harmony.prompt.REASONING_SUMMARY_REQUEST): the first sentence of
   the reasoning it is given.
 
+Its prefix cache (prefix_cache.py) reports ``cached_tokens`` as vLLM's does, per cache salt
+(tenant), and its prefill clock delays a first token by the prompt tokens it recomputes.
+
 Every call runs on the engine host's shared asyncio loop, so it never blocks.
 """
 
@@ -37,6 +40,7 @@ from dataclasses import dataclass
 from openai_harmony import HarmonyEncoding, Message, Role, StreamableParser
 
 from responses_app.engines.base import SUMMARY_REQUEST, EngineChunk, EngineDead, SamplingParams
+from responses_app.engines.prefix_cache import PrefillClock, PrefixCache, block_hashes
 from responses_app.harmony import file_search
 from responses_app.harmony.continuations import open_recipient
 from responses_app.harmony.encoding import get_encoding, markup_tokens, special_token_id
@@ -63,8 +67,11 @@ class PromptView:
 
 
 class EchoEngine:
-    def __init__(self, default_token_delay_ms: float = 0.0) -> None:
+    def __init__(self, default_token_delay_ms: float = 0.0, prefix_cache_tokens: int = 0,
+                 prefill_tokens_per_s: float = 0.0) -> None:
         self._default_delay_ms = default_token_delay_ms
+        self.prefix_cache = PrefixCache(prefix_cache_tokens)
+        self.prefill_clock = PrefillClock(prefill_tokens_per_s)
         self._running: set[str] = set()
         self._abort_requested: set[str] = set()
         self._aborted: deque[str] = deque(maxlen=ABORTED_HISTORY)
@@ -75,13 +82,23 @@ class EchoEngine:
         self, prompt_token_ids: list[int], params: SamplingParams, request_id: str
     ) -> AsyncIterator[EngineChunk]:
         self._running.add(request_id)
+        emitted: list[int] = []
+        prompt_hashes: list[int] = []
         try:
+            prompt_hashes = block_hashes(prompt_token_ids, params.cache_salt)
+            cached = self.prefix_cache.admit(prompt_token_ids, params.cache_salt, prompt_hashes)
+            prefill_s = self.prefill_clock.book(len(prompt_token_ids) - cached)
+            if prefill_s:
+                await asyncio.sleep(prefill_s)
             tokens = self.plan_output(prompt_token_ids)
-            async for chunk in self._stream(tokens, params, request_id):
+            async for chunk in self._stream(tokens, params, request_id, cached):
+                emitted += chunk.token_ids
                 yield chunk
         finally:
             self._running.discard(request_id)
             self._abort_requested.discard(request_id)
+            # The output's blocks too, as vLLM keeps them: the next turn's prompt starts so.
+            self.prefix_cache.hold(prompt_token_ids + emitted, params.cache_salt, known=prompt_hashes)
 
     async def abort(self, request_id: str) -> None:
         # Recorded even when nothing runs under this id, so tests can see the attempt.
@@ -97,6 +114,9 @@ class EchoEngine:
 
     def is_dead(self) -> bool:
         return False  # a simulated death (echo_die_after_tokens) only fails one request
+
+    def prefill_backlog_s(self) -> float:
+        return self.prefill_clock.backlog_s()
 
     # --- introspection for tests --------------------------------------------------------
 
@@ -133,7 +153,8 @@ class EchoEngine:
 
     # --- streaming ----------------------------------------------------------------------
 
-    async def _stream(self, tokens: list[int], params: SamplingParams, request_id: str) -> AsyncIterator[EngineChunk]:
+    async def _stream(self, tokens: list[int], params: SamplingParams, request_id: str,
+                      cached: int) -> AsyncIterator[EngineChunk]:
         delay_s = self._delay_ms(params) / 1000.0
         # With a delay each token is "generated" separately, so it is delivered at once.
         chunk_size = 1 if delay_s > 0 else CHUNK_TOKENS
@@ -159,7 +180,7 @@ class EchoEngine:
             pending.append(token)
             stop = token in stops
             if len(pending) >= chunk_size or stop:
-                yield EngineChunk(token_ids=pending, cached_tokens=0 if first else None,
+                yield EngineChunk(token_ids=pending, cached_tokens=cached if first else None,
                                   logprobs=echo_logprobs(pending, params.logprobs))
                 first, pending = False, []
                 # Let other requests on the shared loop run, even without a delay.
@@ -167,7 +188,7 @@ class EchoEngine:
             if stop:
                 return
         if pending and request_id not in self._abort_requested:
-            yield EngineChunk(token_ids=pending, cached_tokens=0 if first else None,
+            yield EngineChunk(token_ids=pending, cached_tokens=cached if first else None,
                               logprobs=echo_logprobs(pending, params.logprobs))
 
     def _delay_ms(self, params: SamplingParams) -> float:

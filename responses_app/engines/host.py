@@ -220,11 +220,14 @@ def create_engine(model: str) -> Engine:
     if entry["engine"] == "echo":
         from responses_app.engines.echo import EchoEngine
 
-        return EchoEngine(default_token_delay_ms=settings.ECHO_TOKEN_DELAY_MS)
+        return EchoEngine(default_token_delay_ms=settings.ECHO_TOKEN_DELAY_MS,
+                          prefix_cache_tokens=settings.ECHO_PREFIX_CACHE_TOKENS,
+                          prefill_tokens_per_s=settings.ECHO_PREFILL_TOKENS_PER_S)
     if entry["engine"] == "vllm":
         from responses_app.engines.vllm_engine import VllmEngine
 
-        return VllmEngine(model, entry, shared_core=_shared_core(model))
+        return VllmEngine(model, entry, shared_core=_shared_core(model),
+                          prefill_tokens_per_s=settings.FLEET_PREFILL_TOKENS_PER_S)
     raise ValueError(f"model {model!r}: unknown engine {entry['engine']!r}")
 
 

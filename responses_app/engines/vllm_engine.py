@@ -52,16 +52,22 @@ class SchedulerSnapshot:
 
 
 class VllmEngine:
-    def __init__(self, model_id: str, entry: dict[str, Any], shared_core: tuple[Path, int] | None = None) -> None:
+    def __init__(self, model_id: str, entry: dict[str, Any], shared_core: tuple[Path, int] | None = None,
+                 prefill_tokens_per_s: float = 30_000.0) -> None:
         """``shared_core``: the node's engine core to attach to (its addresses file and this
-        process's client slot), or None to launch an engine core of this process's own."""
+        process's client slot), or None to launch an engine core of this process's own;
+        ``prefill_tokens_per_s``: what a prompt token is expected to cost, to report a backlog."""
         self.model_id = model_id
+        self.prefill_tokens_per_s = prefill_tokens_per_s
         self.entry = entry
         self.shared_core = shared_core
         self._core: Any = None
         self.scheduler = SchedulerSnapshot()
         self._llm: Any = None
         self._running: set[str] = set()
+        # The prompt tokens of this process's requests that have no output yet: what stands
+        # for the prefill ahead (vLLM's own queue is not visible to a client of its core).
+        self._prefilling: dict[str, int] = {}
         self._aborted: deque[str] = deque(maxlen=ABORTED_HISTORY)
 
     # --- Engine protocol -----------------------------------------------------------------
@@ -103,13 +109,18 @@ class VllmEngine:
         from vllm.v1.engine.exceptions import EngineDeadError
 
         self._running.add(request_id)
+        self._prefilling[request_id] = len(prompt_token_ids)
         first = True
         try:
-            outputs = self._llm.generate(TokensPrompt(prompt_token_ids=prompt_token_ids),
-                                         self._sampling_params(params), request_id)
+            prompt = TokensPrompt(prompt_token_ids=prompt_token_ids)
+            if params.cache_salt is not None:
+                prompt["cache_salt"] = params.cache_salt  # no prefix is shared across tenants
+            outputs = self._llm.generate(prompt, self._sampling_params(params), request_id)
             async for output in outputs:
                 token_ids = list(output.outputs[0].token_ids)
                 if token_ids or first:
+                    if first:
+                        self._prefilling.pop(request_id, None)
                     logprobs = (_token_logprobs(token_ids, output.outputs[0].logprobs, params.logprobs)
                                 if params.logprobs is not None else None)
                     yield EngineChunk(token_ids=token_ids, cached_tokens=output.num_cached_tokens if first else None,
@@ -125,6 +136,11 @@ class VllmEngine:
             raise EngineDead(str(error) or "vLLM's engine core died") from error
         finally:
             self._running.discard(request_id)
+            self._prefilling.pop(request_id, None)
+
+    def prefill_backlog_s(self) -> float:
+        # An upper bound: some of those tokens are in the prefix cache.
+        return sum(self._prefilling.values()) / self.prefill_tokens_per_s
 
     async def abort(self, request_id: str) -> None:
         self._aborted.append(request_id)
@@ -166,11 +182,10 @@ class VllmEngine:
         }
         if params.temperature is not None:
             options["temperature"] = params.temperature
-        for name in ("top_p", "presence_penalty", "frequency_penalty", "logprobs"):
+        for name in ("top_p", "presence_penalty", "frequency_penalty", "logprobs", "seed", "top_k", "min_p",
+                     "repetition_penalty"):
             if getattr(params, name) is not None:
                 options[name] = getattr(params, name)
-        if params.extra.get("seed") is not None:
-            options["seed"] = params.extra["seed"]
         if params.extra.get("json_schema") is not None or params.extra.get("json_object"):
             from vllm.sampling_params import StructuredOutputsParams
 

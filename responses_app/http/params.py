@@ -20,12 +20,13 @@ def json_body(request: Request) -> Any:
     return json_input.loads(request.body or b"null", max_depth=settings.JSON_BODY_MAX_DEPTH)
 
 
-def page_params(query: QueryDict, *, orders: bool = False, extra: tuple[str, ...] = ()) -> tuple[str | None, int, str]:
+def page_params(query: QueryDict, *, orders: bool = False, extra: tuple[str, ...] = (),
+                default_order: str = "desc") -> tuple[str | None, int, str]:
     """(after, limit, order) of a list endpoint; any other query parameter but ``extra``
     (the endpoint reads those itself) is a 400."""
     known_query(query, ("after", "limit", "order", *extra) if orders else ("after", "limit", *extra))
     limit = int_param(query, "limit", minimum=1, maximum=100) or 20
-    return query.get("after"), limit, order_param(query) if orders else "desc"
+    return query.get("after"), limit, order_param(query, default_order) if orders else default_order
 
 
 def bool_param(query: QueryDict, name: str) -> bool:
@@ -53,8 +54,8 @@ def int_param(query: QueryDict, name: str, minimum: int, maximum: int = MAX_INTE
     return number
 
 
-def order_param(query: QueryDict) -> str:
-    order = query.get("order", "desc")
+def order_param(query: QueryDict, default: str = "desc") -> str:
+    order = query.get("order", default)
     if order not in ("asc", "desc"):
         raise InvalidRequest(f"Invalid value for 'order': {order!r}; expected 'asc' or 'desc'.", param="order")
     return order

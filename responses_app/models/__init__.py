@@ -10,6 +10,7 @@ from responses_app.models.batches import (
     BatchRequestState,
     BatchStatus,
 )
+from responses_app.models.chat_completions import ANSWERED_STATUSES, StoredChatCompletion
 from responses_app.models.conversations import Conversation, ConversationItem
 from responses_app.models.files import UPLOAD_PURPOSES, FilePurpose, StoredFile
 from responses_app.models.prompts import PromptVersion
@@ -26,6 +27,7 @@ from responses_app.models.responses import (
     EventNames,
     InputItem,
     OutputItem,
+    ReasoningFields,
     Response,
     ResponseEvent,
     ResponseStatus,
@@ -46,13 +48,16 @@ from responses_app.models.vector_stores import (
 from responses_app.models.webhooks import DeliveryStatus, WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = [
+    "ANSWERED_STATUSES",
     "BATCH_REQUEST_ENDS", "BATCH_TERMINAL_STATUSES", "BATCH_WEBHOOK_EVENTS", "Batch", "BatchRequest",
     "BatchRequestState", "BatchStatus",
     "ACTIVE_STATUSES", "TERMINAL_EVENTS", "TERMINAL_EVENT_TYPES", "TERMINAL_STATUSES", "WEBHOOK_EVENTS", "ApiKey",
     "ApiKeyScope", "Conversation", "ConversationItem", "DeferredState", "DeliveryStatus", "EventLog", "EventNames",
     "FilePurpose", "StoredFile", "UPLOAD_PURPOSES", "PromptVersion",
-    "InputItem", "OutputItem", "Response", "ResponseEvent", "ResponseStatus", "ResponseSteer", "RunStatus",
-    "ScheduledResponse", "ScheduledRun", "SteerState", "Tenant", "TenantDailyUsage", "WebhookAttempt",
+    "InputItem", "OutputItem", "ReasoningFields", "Response", "ResponseEvent", "ResponseStatus", "ResponseSteer",
+    "RunStatus",
+    "ScheduledResponse", "ScheduledRun", "SteerState", "StoredChatCompletion", "Tenant", "TenantDailyUsage",
+    "WebhookAttempt",
     "VectorStore", "VectorStoreChunk", "VectorStoreFile", "VectorStoreFileBatch", "VectorStoreFileStatus",
     "VectorStoreTerm", "WebhookDelivery", "WebhookEndpoint", "new_response_id",
 ]

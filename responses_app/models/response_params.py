@@ -76,6 +76,37 @@ class PromptReference:
 
 
 @dataclass(frozen=True)
+class ChatOptions:
+    """What a Chat Completions request asks beyond the Responses create (chat_completions/):
+    stop sequences on the answer's text, a seed, vLLM's sampling extensions, and whether
+    the response is a choice of a stored completion (kept from the unstored purge). Stored
+    under ``chat`` only when one is set; never echoed by a response object."""
+
+    stored: bool = False
+    stop: tuple[str, ...] = ()
+    seed: int | None = None
+    top_k: int | None = None
+    min_p: float | None = None
+    repetition_penalty: float | None = None
+
+    @classmethod
+    def from_stored(cls, value: JsonObject | None) -> ChatOptions:
+        value = value or {}
+        return cls(stored=bool(value.get("stored")), stop=tuple(value.get("stop") or ()), seed=value.get("seed"),
+                   top_k=value.get("top_k"), min_p=value.get("min_p"),
+                   repetition_penalty=value.get("repetition_penalty"))
+
+    def to_stored(self) -> JsonObject:
+        stored: JsonObject = {"stored": True} if self.stored else {}
+        if self.stop:
+            stored["stop"] = list(self.stop)
+        for name in ("seed", "top_k", "min_p", "repetition_penalty"):
+            if getattr(self, name) is not None:
+                stored[name] = getattr(self, name)
+        return stored
+
+
+@dataclass(frozen=True)
 class ResponseParams:
     """A create's parameters other than its input, model and delivery (stream, background,
     store): what the response object echoes and the worker runs by."""
@@ -106,6 +137,7 @@ class ResponseParams:
     # Codex's inline compaction: the input ended with a compaction_trigger item.
     compaction_trigger: bool = False
     prompt: PromptReference | None = None
+    chat: ChatOptions = field(default_factory=ChatOptions)
 
     @classmethod
     def from_stored(cls, stored: JsonObject) -> ResponseParams:
@@ -135,6 +167,7 @@ class ResponseParams:
             context_management=stored.get("context_management"),
             compaction_trigger=bool(stored.get("compaction_trigger")),
             prompt=PromptReference.from_stored(stored["prompt"]) if stored.get("prompt") else None,
+            chat=ChatOptions.from_stored(stored.get("chat")),
         )
 
     def to_stored(self) -> JsonObject:
@@ -167,4 +200,6 @@ class ResponseParams:
             stored["compaction_trigger"] = True
         if self.prompt is not None:
             stored["prompt"] = self.prompt.to_stored()
+        if chat := self.chat.to_stored():
+            stored["chat"] = chat
         return stored

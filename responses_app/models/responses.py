@@ -48,6 +48,15 @@ class EventNames(models.TextChoices):
     OPEN_RESPONSES = "open_responses", "Open Responses (response.reasoning.delta)"
 
 
+class ReasoningFields(models.TextChoices):
+    """Under which names a key's chat completions give their reasoning: clients read one or
+    the other (vLLM renamed reasoning_content to reasoning in 0.16), so both by default."""
+
+    BOTH = "both", "Both: reasoning and reasoning_content"
+    REASONING = "reasoning", "reasoning only (vLLM 0.16 and later)"
+    REASONING_CONTENT = "reasoning_content", "reasoning_content only (vLLM before 0.16, DeepSeek)"
+
+
 class ApiKey(models.Model):
     """An API key: a public lookup prefix plus an HMAC of the secret (see auth.py)."""
 
@@ -55,6 +64,7 @@ class ApiKey(models.Model):
     name = models.CharField(max_length=100, blank=True)
     scope = models.CharField(max_length=16, choices=ApiKeyScope.choices, default=ApiKeyScope.READ_WRITE)
     event_names = models.CharField(max_length=16, choices=EventNames.choices, default=EventNames.OPENAI)
+    reasoning_fields = models.CharField(max_length=20, choices=ReasoningFields.choices, default=ReasoningFields.BOTH)
     expires_at = models.DateTimeField(null=True, blank=True)
     prefix = models.CharField(max_length=16, unique=True)
     secret_hmac = models.CharField(max_length=64)
@@ -148,6 +158,8 @@ class Response(models.Model):
     enqueued_at = models.DateTimeField(null=True, blank=True)
     cancel_requested = models.BooleanField(default=False)
     lease_owner = models.CharField(max_length=128, blank=True)
+    # The worker node (settings.NODE_ID) of its last claim: where its prompt's prefix is cached.
+    node = models.CharField(max_length=128, blank=True, default="")
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     attempts = models.PositiveIntegerField(default=0)
     # Continuations of this response by another worker after its own was lost with output

@@ -2,8 +2,8 @@
 
 - the database: responses by model and status, one GROUP BY over the responses table
   (never a count over the events table, which is orders of magnitude larger);
-- the metrics Redis: the histograms that workers pushed, and the live web processes'
-  SSE stream counts;
+- the metrics Redis: the histograms that workers pushed, the live web processes' SSE
+  stream counts, and the dispatch decisions (dispatch/fleet.py);
 - the broker: the length of each model's Celery queue.
 
 A source that fails is logged and left out, and ``responses_metrics_source_up`` says which
@@ -12,6 +12,7 @@ one, so that a scrape never fails and a missing series is never mistaken for a z
 
 from __future__ import annotations
 
+import json
 import logging
 from collections import defaultdict
 from collections.abc import Iterator
@@ -20,11 +21,11 @@ import redis
 from django.conf import settings
 from django.db.models import Count
 from prometheus_client import CollectorRegistry
-from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Metric
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
-from responses_app.dispatch import broker
+from responses_app.dispatch import broker, fleet
 from responses_app.models import (
     BatchRequest,
     BatchRequestState,
@@ -103,10 +104,25 @@ def from_metrics_redis() -> Iterator[Metric]:
     for histogram in metrics.HISTOGRAMS:
         pipe.hgetall(histogram.key)
     pipe.smembers(metrics.SSE_STREAMS_INDEX)
-    *stored, processes = pipe.execute()
+    pipe.hgetall(fleet.DECISIONS_KEY)
+    *stored, processes, decisions = pipe.execute()
     for histogram, fields in zip(metrics.HISTOGRAMS, stored, strict=True):
         yield histogram_family(histogram, fields)
     yield sse_streams(client, sorted(processes))
+    yield dispatch_decisions(decisions)
+
+
+def dispatch_decisions(fields: dict[str, str]) -> CounterMetricFamily:
+    counter = CounterMetricFamily(
+        "responses_dispatch_decisions",
+        "Responses sent by dispatch (settings.DISPATCH), by model, node and decision: preferred (to the node that "
+        "holds its prompt's prefix), moved (that node was busier than the prefix saves), balanced (no prefix "
+        "known: to the node first to start it), model_queue (to the model's queue: no live node, or dispatch by "
+        "model queue), spilled (waited its time for the node, then sent to the model's queue).",
+        labels=["model", "node", "decision"])
+    for field, count in sorted(fields.items()):
+        counter.add_metric(json.loads(field), float(count))
+    return counter
 
 
 def histogram_family(histogram: metrics.HistogramSpec, fields: dict[str, str]) -> HistogramMetricFamily:

@@ -5,9 +5,9 @@ the Celery broker, and at least one live worker consuming each configured model'
 A failing check is reported, never raised. Errors name only the exception's class (the
 details, which may name hosts and users, go to the log): the endpoint is unauthenticated.
 
-The worker check is a broadcast that every worker answers, cached per process
-(broker.WORKERS): a scraper polling every second costs the workers one broadcast per few
-seconds, whatever its rate. The redelivery sweep asks the same question.
+The worker check reads the workers' heartbeats (dispatch/fleet.py): one Redis read, whatever
+a scraper's rate, and no broadcast to wait for (a broadcast waits its whole timeout for
+answers, which a loaded machine could overrun).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from celery import current_app
 from django.conf import settings
 from django.db import close_old_connections, connection
 
-from responses_app.dispatch.broker import WORKERS
+from responses_app.dispatch import fleet
 
 log = logging.getLogger(__name__)
 CHECK_TIMEOUT_S = 2.0
@@ -70,13 +70,17 @@ def check_broker() -> Check:
 
 
 def check_workers() -> dict[str, Check]:
-    """Per model: ok when at least one live worker consumes the model's queue."""
-    queues_by_worker = WORKERS.queues_by_worker()
+    """Per model: ok when at least one live worker (its heartbeat: dispatch/fleet.py)
+    consumes the model's queue."""
+    workers_by_queue: dict[str, set[str]] = {}
+    for load in fleet.live_nodes().values():
+        for queue in load.queues:
+            workers_by_queue.setdefault(queue, set()).update(load.workers)
     return {
         model: {
-            "ok": any(entry["queue"] in queues for queues in queues_by_worker.values()),
+            "ok": bool(workers_by_queue.get(entry["queue"])),
             "queue": entry["queue"],
-            "workers": sorted(worker for worker, queues in queues_by_worker.items() if entry["queue"] in queues),
+            "workers": sorted(workers_by_queue.get(entry["queue"], ())),
         }
         for model, entry in settings.MODEL_REGISTRY.items()
     }

@@ -69,7 +69,22 @@ VECTOR_STORE_SEARCH = HistogramSpec(
     ("source",),
     (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0),
 )
-HISTOGRAMS = (TIME_TO_FIRST_EVENT, OUTPUT_TOKENS_PER_SECOND, EVENT_BATCH_WRITE, VECTOR_STORE_SEARCH)
+CHAT_COMPLETION = HistogramSpec(
+    "responses_chat_completion_seconds",
+    "From a chat completion's create to the end of its answer (whole, or its stream's end; every choice's), "
+    "by model and whether it streamed: its count counts the chat completions served.",
+    ("model", "stream"),
+    (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0),
+)
+PROMPT_TOKENS = HistogramSpec(
+    "responses_prompt_tokens",
+    "Prompt tokens of an ended response (all its engine calls), by model, worker node (NODE_ID) and source: "
+    "cached (served from the engine's prefix cache) or computed (prefilled): its sum counts the tokens.",
+    ("model", "node", "source"),
+    (100.0, 1000.0, 4000.0, 16000.0, 32000.0, 64000.0, 128000.0, 256000.0, 1000000.0),
+)
+HISTOGRAMS = (TIME_TO_FIRST_EVENT, OUTPUT_TOKENS_PER_SECOND, EVENT_BATCH_WRITE, VECTOR_STORE_SEARCH, CHAT_COMPLETION,
+              PROMPT_TOKENS)
 
 
 def series_field(label_values: tuple[str, ...], part: str) -> str:

@@ -21,10 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import redis
+from django.conf import settings
 from django.utils import timezone
 
 from responses_app.models import ResponseStatus
 from responses_app.observability import metrics
+from responses_app.wire.usage import Usage
 
 log = logging.getLogger(__name__)
 PUSH_INTERVAL_S = 1.0
@@ -197,11 +199,16 @@ def batch_committed(response: Any, events: list[dict[str, Any]], seconds: float)
         log.exception("metrics: batch_committed")
 
 
-def response_finished(model: str, status: str, output_tokens: int, seconds: float) -> None:
-    """A worker ended a response; completed and incomplete ones with output give tokens/s."""
+def response_finished(model: str, status: str, usage: Usage, seconds: float) -> None:
+    """A worker ended a response; completed and incomplete ones with output give tokens/s.
+    Its prompt tokens count by where they came from (this node's prefix cache, or prefill)."""
     try:
-        if status in FINISHED_WITH_OUTPUT and output_tokens > 0 and seconds > 0:
-            RECORDER.observe(metrics.OUTPUT_TOKENS_PER_SECOND, (model,), output_tokens / seconds)
+        if status in FINISHED_WITH_OUTPUT and usage.output_tokens > 0 and seconds > 0:
+            RECORDER.observe(metrics.OUTPUT_TOKENS_PER_SECOND, (model,), usage.output_tokens / seconds)
+        if usage.input_tokens:
+            RECORDER.observe(metrics.PROMPT_TOKENS, (model, settings.NODE_ID, "cached"), usage.cached_tokens)
+            RECORDER.observe(metrics.PROMPT_TOKENS, (model, settings.NODE_ID, "computed"),
+                             usage.input_tokens - usage.cached_tokens)
     except Exception:
         log.exception("metrics: response_finished")
 
@@ -212,6 +219,14 @@ def vector_store_searched(source: str, seconds: float) -> None:
         RECORDER.observe(metrics.VECTOR_STORE_SEARCH, (source,), seconds)
     except Exception:
         log.exception("metrics: vector_store_searched")
+
+
+def chat_completion_ended(model: str, streamed: bool, seconds: float) -> None:
+    """A chat completion was answered (its stream ended) ``seconds`` after its create."""
+    try:
+        RECORDER.observe(metrics.CHAT_COMPLETION, (model, "true" if streamed else "false"), seconds)
+    except Exception:
+        log.exception("metrics: chat_completion_ended")
 
 
 def sse_stream_opened() -> None:

@@ -18,6 +18,7 @@ from responses_app.containers.files_in import check_file_ids
 from responses_app.context import compaction
 from responses_app.context.history import check_prompt, history, previous_chain
 from responses_app.conversations import turns
+from responses_app.dispatch import placement
 from responses_app.dispatch.task_queue import try_send
 from responses_app.files.inputs import read_input_files
 from responses_app.harmony.client_tools import CALL_OUTPUTS, answered_call_id
@@ -112,7 +113,8 @@ def create_response(tenant: Tenant, request: CreateRequest) -> Response:
         events, _ = builder.drain()
         insert_events(response, events)
         if not waits:
-            transaction.on_commit(lambda: _send_created(response))
+            hint = placement.hint_for(response, params.instructions, items)
+            transaction.on_commit(lambda: _send_created(response, hint))
     response.created_event = events[0]
     return response
 
@@ -148,10 +150,10 @@ def _earlier_items(tenant: Tenant, request: CreateRequest, previous: Response | 
 def completion_window(window: str) -> timedelta:
     return timedelta(seconds=settings.COMPLETION_WINDOWS_S[window])
 
-def _send_created(response: Response) -> None:
+def _send_created(response: Response, hint: placement.Hint) -> None:
     """The create's send; its row already says enqueued, so only a failed send writes
     (enqueued_at cleared: the redelivery sweep sends a never-sent response)."""
-    if not try_send(response, response.task_id):
+    if not try_send(response, response.task_id, hint=hint):
         Response.objects.filter(pk=response.pk, task_id=response.task_id).update(enqueued_at=None)
         response.enqueued_at = None
 

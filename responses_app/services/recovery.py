@@ -14,7 +14,10 @@ from django.utils import timezone
 from responses_app.dispatch.task_queue import try_enqueue
 from responses_app.models import (
     ACTIVE_STATUSES,
+    ANSWERED_STATUSES,
+    BATCH_TERMINAL_STATUSES,
     TERMINAL_STATUSES,
+    Batch,
     OutputItem,
     Response,
     ResponseStatus,
@@ -88,9 +91,16 @@ def cancel_detached() -> int:
 
 def purge_unstored_responses() -> int:
     """Delete store=false responses that ended more than UNSTORED_RETENTION_S ago, but
-    those of a WebSocket session with a live socket: it may continue them."""
+    those of a WebSocket session with a live socket (it may continue them), those of a
+    batch that has not written its results yet (a chat completion's line is unstored) and
+    the answered choices of a stored chat completion (retention deletes them, as stored
+    responses; one whose client hung up, or that failed, is never found: it goes)."""
     cutoff = timezone.now() - timedelta(seconds=settings.UNSTORED_RETENTION_S)
+    unended_batches = Batch.objects.exclude(status__in=BATCH_TERMINAL_STATUSES).values("pk")
     ended = Response.objects.filter(store=False, status__in=TERMINAL_STATUSES, completed_at__lt=cutoff)
+    # By id: a JSON key that a row lacks is NULL, and an exclude on it would keep that row.
+    stored_choices = ended.filter(request__chat__stored=True, status__in=ANSWERED_STATUSES).values("pk")
+    ended = ended.exclude(batch_id__in=unended_batches).exclude(pk__in=stored_choices)
     sessions = set(ended.exclude(socket_session="").values_list("tenant_id", "socket_session").distinct())
     live = [Q(tenant_id=tenant_id, socket_session=session) for tenant_id, session in sessions
             if sockets.is_live(tenant_id, session)]

@@ -169,6 +169,13 @@ class EventBuilder(ToolItemEvents, SummaryEvents):
         else:
             self.finish_item("failed" if failed and item["type"] in FAILABLE_CALL_TYPES else "incomplete")
 
+    def finish_open_message(self) -> None:
+        """End the open message, completed, where its text stands (a stop sequence ended
+        the output: worker/stop_sequences.py)."""
+        item = self.open_item
+        if item is not None and item["type"] == "message":
+            self._finish_item(self._item_text(item), "completed")
+
     @property
     def has_pending_events(self) -> bool:
         return bool(self._pending_events)

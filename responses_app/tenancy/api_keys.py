@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from responses_app.models import ApiKey, ApiKeyScope, EventNames, Tenant
+from responses_app.models import ApiKey, ApiKeyScope, EventNames, ReasoningFields, Tenant
 from responses_app.tenancy import key_cache
 from responses_app.wire.errors import AuthenticationFailed
 
@@ -54,6 +54,7 @@ def create_api_key(
     scope: str = cast(str, ApiKeyScope.READ_WRITE),
     expires_at: datetime | None = None,
     event_names: str = cast(str, EventNames.OPENAI),
+    reasoning_fields: str = cast(str, ReasoningFields.BOTH),
 ) -> tuple[ApiKey, str]:
     """Create a key (and its tenant if needed). Returns the row and the plaintext key,
     which exists only here."""
@@ -62,7 +63,8 @@ def create_api_key(
     with transaction.atomic():
         tenant, _ = Tenant.objects.get_or_create(name=tenant_name)
         key = ApiKey.objects.create(tenant=tenant, name=name, scope=scope, expires_at=expires_at, prefix=prefix,
-                                    secret_hmac=_secret_hmac(secret), event_names=event_names)
+                                    secret_hmac=_secret_hmac(secret), event_names=event_names,
+                                    reasoning_fields=reasoning_fields)
     return key, f"sk-{prefix}-{secret}"
 
 

@@ -19,13 +19,11 @@ from responses_app.harmony.tool_search import is_deferred, search_tool
 from responses_app.lib.ids import new_id
 from responses_app.validation.json_schema import check_grammar
 from responses_app.validation.mcp_tool import validate_mcp_tool
-from responses_app.vector_stores.search_options import parse_filter, parse_max_num_results, parse_ranking_options
+from responses_app.vector_stores.search_options import FileSearchTool
 from responses_app.wire.errors import InvalidRequest, invalid_type
 from responses_app.wire.tool_types import NAME_PATTERN, WEB_SEARCH_TYPES
 
 # Harmony namespaces that tools of other kinds own: no namespace tool or MCP server may take them.
-# OpenAI's file_search tool searches up to two stores; a few more cost nothing here.
-MAX_FILE_SEARCH_STORES = 10
 RESERVED_NAMESPACES = frozenset({"functions", "python", "browser", "container", "file_search"})
 
 
@@ -247,25 +245,8 @@ def _web_search_tool(tool: dict[str, Any]) -> dict[str, Any]:
 
 
 def _file_search_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
-    """The stores are checked for the tenant at create (services/create.py); the filters and
-    ranking options are kept as given and read again by the worker."""
-    _known_keys(tool, param, ("type", "vector_store_ids", "filters", "max_num_results", "ranking_options"))
-    ids = tool.get("vector_store_ids")
-    if not isinstance(ids, list) or not ids or not all(isinstance(store_id, str) for store_id in ids):
-        raise invalid_type(f"{param}.vector_store_ids", "a non-empty array of strings", ids)
-    if len(ids) > MAX_FILE_SEARCH_STORES:
-        raise InvalidRequest(f"A file_search tool searches at most {MAX_FILE_SEARCH_STORES} vector stores.",
-                             param=f"{param}.vector_store_ids", code="array_above_max_length")
-    result: dict[str, Any] = {"type": "file_search", "vector_store_ids": list(dict.fromkeys(ids))}
-    if tool.get("filters") is not None:
-        parse_filter(tool["filters"], f"{param}.filters")
-        result["filters"] = tool["filters"]
-    if tool.get("max_num_results") is not None:
-        result["max_num_results"] = parse_max_num_results(tool["max_num_results"], f"{param}.max_num_results")
-    if tool.get("ranking_options") is not None:
-        parse_ranking_options(tool["ranking_options"], f"{param}.ranking_options")
-        result["ranking_options"] = tool["ranking_options"]
-    return result
+    """The stores are checked for the tenant at create (services/create.py)."""
+    return FileSearchTool.parse(tool, param).to_stored()
 
 
 # --- tool_choice --------------------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """The options of a search, which a vector store search (``vector_stores.search``) and a
-response's ``file_search`` tool share: attribute filters, the number of results, ranking."""
+response's ``file_search`` tool share: attribute filters, the number of results, ranking;
+and the file_search tool itself, parsed once at create (``FileSearchTool``)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,9 @@ COMPARISONS = ("eq", "ne", "gt", "gte", "lt", "lte", "in", "nin")
 COMPOUNDS = ("and", "or")
 MAX_FILTER_DEPTH = 8
 MAX_RESULTS = 50
+TOOL_RESULTS = 10  # a file_search tool's results when it sets no max_num_results
+# OpenAI's file_search tool searches up to two stores; a few more cost nothing here.
+MAX_FILE_SEARCH_STORES = 10
 RANKERS = ("none", "auto", "default-2024-11-15")
 
 
@@ -113,3 +117,50 @@ def parse_ranking_options(value: Any, param: str) -> Ranking:
     if not hybrid["embedding_weight"] and not hybrid["text_weight"]:
         raise InvalidRequest(f"'{hybrid_param}' needs a weight above 0.", param=hybrid_param, code="invalid_value")
     return Ranking(float(threshold), float(hybrid["embedding_weight"]), float(hybrid["text_weight"]))
+
+
+@dataclass(frozen=True)
+class FileSearchTool:
+    """A response's ``file_search`` tool: the stores it searches and its search options.
+
+    Validation parses the tool as sent (``parse``); the row stores ``to_stored()``, the tool
+    as the response echoes it (its filters and ranking options as sent); the worker reads the
+    row back with ``from_stored``, once per response, into the same type.
+    """
+
+    vector_store_ids: tuple[str, ...]
+    filter: Filter | None = None
+    max_num_results: int = TOOL_RESULTS
+    ranking: Ranking = Ranking()
+    sent: dict[str, Any] | None = None  # filters, max_num_results and ranking_options as sent
+
+    @classmethod
+    def parse(cls, tool: dict[str, Any], param: str) -> FileSearchTool:
+        for key in tool:
+            if key not in ("type", "vector_store_ids", "filters", "max_num_results", "ranking_options"):
+                raise InvalidRequest(f"Unknown parameter: '{param}.{key}'.", param=f"{param}.{key}",
+                                     code="unknown_parameter")
+        ids = tool.get("vector_store_ids")
+        if not isinstance(ids, list) or not ids or not all(isinstance(store_id, str) for store_id in ids):
+            raise invalid_type(f"{param}.vector_store_ids", "a non-empty array of strings", ids)
+        if len(ids) > MAX_FILE_SEARCH_STORES:
+            raise InvalidRequest(f"A file_search tool searches at most {MAX_FILE_SEARCH_STORES} vector stores.",
+                                 param=f"{param}.vector_store_ids", code="array_above_max_length")
+        sent = {key: tool[key] for key in ("filters", "max_num_results", "ranking_options")
+                if tool.get(key) is not None}
+        return cls(
+            vector_store_ids=tuple(dict.fromkeys(ids)),
+            filter=parse_filter(sent["filters"], f"{param}.filters") if "filters" in sent else None,
+            max_num_results=(parse_max_num_results(sent["max_num_results"], f"{param}.max_num_results")
+                             if "max_num_results" in sent else TOOL_RESULTS),
+            ranking=parse_ranking_options(sent.get("ranking_options"), f"{param}.ranking_options"),
+            sent=sent,
+        )
+
+    @classmethod
+    def from_stored(cls, stored: dict[str, Any]) -> FileSearchTool:
+        """A stored tool passed ``parse`` at its create: it parses again without error."""
+        return cls.parse(stored, "tools")
+
+    def to_stored(self) -> dict[str, Any]:
+        return {"type": "file_search", "vector_store_ids": list(self.vector_store_ids), **(self.sent or {})}

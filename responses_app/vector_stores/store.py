@@ -37,12 +37,11 @@ from responses_app.vector_stores.requests import (
     VectorStoreUpdate,
 )
 from responses_app.vector_stores.search import SearchResult, search
-from responses_app.vector_stores.search_options import Filter, Ranking, parse_filter, parse_ranking_options
+from responses_app.vector_stores.search_options import FileSearchTool, Filter, Ranking
 from responses_app.wire.errors import InvalidRequest, NotFound, RateLimited, or_not_found
 
 QUOTA_RETRY_AFTER_S = 60
 IN_PROGRESS = VectorStoreFileStatus.IN_PROGRESS
-TOOL_RESULTS = 10  # a file_search tool's results when it sets no max_num_results
 
 
 # --- stores --------------------------------------------------------------------------------------
@@ -97,19 +96,16 @@ def search_vector_store(tenant: Tenant, vector_store_id: str, request: SearchReq
     return _timed_search("api", [store], request.queries, request.filters, request.max_num_results, request.ranking)
 
 
-def file_search_results(tenant_id: int, tool: dict[str, Any], queries: list[str]) -> list[dict[str, Any]]:
+def file_search_results(tenant_id: int, tool: FileSearchTool, queries: list[str]) -> list[dict[str, Any]]:
     """What a response's ``file_search`` tool finds for the model's queries, as the
     file_search_call item's ``results``. LookupError: a store was deleted or expired since
     the create."""
     tenant = Tenant.objects.get(pk=tenant_id)
     try:
-        stores = usable_stores(tenant, tool["vector_store_ids"], "vector_store_ids")
+        stores = usable_stores(tenant, tool.vector_store_ids, "vector_store_ids")
     except (NotFound, InvalidRequest) as error:
         raise LookupError(error.message) from None
-    found = _timed_search("file_search", stores, queries,
-                          parse_filter(tool["filters"]) if tool.get("filters") else None,
-                          tool.get("max_num_results", TOOL_RESULTS),
-                          parse_ranking_options(tool.get("ranking_options"), "ranking_options"))
+    found = _timed_search("file_search", stores, queries, tool.filter, tool.max_num_results, tool.ranking)
     return [{"file_id": result.vector_store_file.file_id, "filename": result.vector_store_file.file.filename,
              "score": round(result.score, 6), "text": result.text, "attributes": result.vector_store_file.attributes}
             for result in found]

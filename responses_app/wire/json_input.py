@@ -3,7 +3,8 @@
 Python's parser accepts what the databases, harmony and the renderers cannot: lone
 surrogates (``"\\ud800"``, which no UTF-8 encoder writes), NUL characters (which
 PostgreSQL refuses in text), ``NaN`` and ``Infinity`` (not JSON, and refused by
-PostgreSQL's jsonb) and nesting deep enough to exhaust the recursion of any recursive
+PostgreSQL's jsonb), numbers too large for a float (``1e400``, which Python reads as
+infinity) and nesting deep enough to exhaust the recursion of any recursive
 step (the parser itself, JSON Schema checks, the encoders). Each is refused
 here, with the path of the offending value, so that nothing behind the edge has to care.
 """
@@ -11,6 +12,7 @@ here, with the path of the offending value, so that nothing behind the edge has 
 from __future__ import annotations
 
 import json
+import math
 import re
 from typing import Any
 
@@ -24,7 +26,7 @@ UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 def loads(data: bytes | str, *, max_depth: int) -> Any:
     """``data`` parsed, or a 400 that says what is wrong and where."""
     try:
-        value = json.loads(data, parse_constant=_no_constant)
+        value = json.loads(data, parse_constant=_no_constant, parse_float=_finite_float)
     except RecursionError:
         raise too_deep(max_depth) from None
     except (ValueError, UnicodeDecodeError) as error:
@@ -36,6 +38,13 @@ def loads(data: bytes | str, *, max_depth: int) -> Any:
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(text: str) -> float:
+    number = float(text)
+    if not math.isfinite(number):
+        raise ValueError(f"{text[:40]} is too large a number")
+    return number
 
 
 def check(value: Any, *, max_depth: int) -> None:

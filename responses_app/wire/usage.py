@@ -13,6 +13,9 @@ class Usage:
     cached_tokens: int = 0
     output_tokens: int = 0
     reasoning_tokens: int = 0
+    # Not on the wire: the last engine call's prompt and output, which the engine's prefix
+    # cache holds for the next turn (dispatch prefers the node that ran it: dispatch/fleet.py).
+    held_tokens: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {

@@ -40,14 +40,33 @@ def response_slot() -> Iterator[None]:
             if settings.NODE_ADMISSION_FILE:
                 _node_slots = NodeSlots(Path(settings.NODE_ADMISSION_FILE), settings.WORKER_RESPONSE_SLOTS)
     with _slots:  # first this process's share: no task polls the file while its own process is full
-        if _node_slots is None:
-            yield
-            return
-        slot = _node_slots.acquire()
+        slot = _node_slots.acquire() if _node_slots is not None else None
         try:
-            yield
+            with _running():
+                yield
         finally:
-            _node_slots.release(slot)
+            if _node_slots is not None and slot is not None:
+                _node_slots.release(slot)
+
+
+_running_count = 0
+
+
+@contextmanager
+def _running() -> Iterator[None]:
+    global _running_count
+    with _slots_lock:
+        _running_count += 1
+    try:
+        yield
+    finally:
+        with _slots_lock:
+            _running_count -= 1
+
+
+def running_responses() -> int:
+    """The responses that hold one of this process's slots (the node's, on a shared core)."""
+    return _running_count
 
 
 class NodeSlots:

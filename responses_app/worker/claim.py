@@ -50,6 +50,7 @@ def claim_group(owners: dict[str, str]) -> dict[str, Response]:
     claimed = Response.objects.filter(pk__in=ids, status=ResponseStatus.QUEUED, cancel_requested=False).update(
         status=ResponseStatus.IN_PROGRESS,
         lease_owner=lease_owner,
+        node=settings.NODE_ID,
         lease_expires_at=now + timedelta(seconds=settings.LEASE_TTL_S),
         attempts=F("attempts") + 1,
         started_at=Coalesce(F("started_at"), now),

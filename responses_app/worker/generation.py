@@ -140,7 +140,7 @@ class Generation:
         self.request = request = response.params
         self.account = TokenAccount(budget=request.max_output_tokens)
         self.tokens: list[int] = []  # this turn's
-        self.params = sampling_params(request)
+        self.params = sampling_params(response)
         constrains = settings.MODEL_REGISTRY[response.model]["engine"] == "vllm"
         self.output_format = request.text.format
         # The toolbox runs in a tool thread (in_tool_thread): it commits and ticks through the loop.
@@ -276,6 +276,9 @@ class Generation:
             params = replace(self.params, max_tokens=account.remaining(),
                              extra={**self.params.extra, **format_constraint(self.output_format)})
             stop = await self._engine_call(prompt + self.tokens, params, f"{request_id}:final", stop_at_final=False)
+        if stop is EarlyStop.STOP_SEQUENCE:
+            self.builder.finish_open_message()
+            return TurnEnd(self.tokens)
         if stop is not EarlyStop.TOOL_CALL and account.remaining() == 0 and self.parser.last_stop_token is None:
             # The budget cut the output off, maybe mid-header: what was open stays incomplete.
             try:
@@ -283,6 +286,7 @@ class Generation:
             except HarmonyOutputError:
                 closing = []
             if router.call is None:
+                router.flush_held()
                 for step in closing:
                     if not isinstance(step, MessageFinished):
                         self.builder.apply(step)
@@ -291,6 +295,8 @@ class Generation:
         if stop is not EarlyStop.TOOL_CALL:
             for step in self.parser.close():
                 router.route(step)
+            if router.stop_reached:  # in the last text: its message ends there
+                self.builder.finish_open_message()
             await router.start_call()
             if self.builder.summary_due is not None:  # the output ended right after a reasoning item
                 await self.side_calls.summarize()
@@ -303,14 +309,16 @@ class Generation:
         params = replace(params, max_tokens=self.account.remaining())
         produced = len(self.tokens)
         try:
-            return await self._stream(prompt, params, request_id, stop_at_final)
+            stop = await self._stream(prompt, params, request_id, stop_at_final)
         except EngineDead:
             if len(self.tokens) > produced:
                 raise
             # The engine died before this request produced anything (it was submitted in
             # the moment between the death and its discovery): the host has a new engine.
             log.warning("%s: engine died before the first token; retrying on a new engine", request_id)
-            return await self._stream(prompt, params, f"{request_id}:retry", stop_at_final)
+            stop = await self._stream(prompt, params, f"{request_id}:retry", stop_at_final)
+        self.usage.held_tokens = len(prompt) + len(self.tokens) - produced
+        return stop
 
     async def _stream(self, prompt: list[int], params: SamplingParams, request_id: str,
                       stop_at_final: bool) -> EarlyStop | None:
@@ -325,6 +333,8 @@ class Generation:
                         if chunk.logprobs is not None:
                             router.pending_logprobs.append(chunk.logprobs[index])
                         progress = self._feed(token_id)
+                        if router.stop_reached:
+                            return EarlyStop.STOP_SEQUENCE
                         if router.starting_call is not None:
                             await router.start_call()
                         if router.ready_call is not None:

@@ -21,6 +21,7 @@ from responses_app.stream.builder import EventBuilder
 from responses_app.stream.resume import ResumePoint, resume_point
 from responses_app.stream.store import LeaseLost
 from responses_app.wire.usage import Usage
+from responses_app.worker import membership
 from responses_app.worker.admission import response_slot
 from responses_app.worker.batch_writer import BatchWriter, CancelRequested
 from responses_app.worker.cancel_watch import cancel_watch
@@ -41,6 +42,7 @@ def run_response(response_id: str) -> None:
         if response is None:
             log.info("%s: not claimable (cancelled, finished or taken)", response_id)
             return
+        prefix_keys = membership.claimed(response.pk)
         fresh = response.last_sequence_number == 0  # only response.created: no output yet
         # A retry after a lost worker goes on from its stream (a continuation, when it had output).
         resumed = None if fresh else resume_point(response)
@@ -51,15 +53,19 @@ def run_response(response_id: str) -> None:
         if off_loop.shared is not None:
             off_loop.shared.inc_thread_sharing()
         try:
-            engine_host().submit(run_claimed(response, owner, builder, off_loop, resumed, leased_at)).result()
+            held_tokens = engine_host().submit(
+                run_claimed(response, owner, builder, off_loop, resumed, leased_at)).result()
+            if held_tokens is not None:
+                membership.remember(prefix_keys, held_tokens)
         finally:
             if off_loop.shared is not None:
                 off_loop.shared.dec_thread_sharing()
 
 
 async def run_claimed(response: Response, owner: str, builder: EventBuilder, off_loop: OffLoop,
-                      resumed: ResumePoint | None, leased_at: float) -> None:
-    """On the engine loop: generate the claimed response and end it."""
+                      resumed: ResumePoint | None, leased_at: float) -> int | None:
+    """On the engine loop: generate the claimed response and end it. Returns the tokens its
+    engine's prefix cache holds for the next turn (None: it was not this worker's to end)."""
     claimed_at = time.monotonic()
     writer = BatchWriter(response, owner, builder, off_loop, asyncio.get_running_loop(), lease_renewed=leased_at)
     usage = Usage()
@@ -71,7 +77,7 @@ async def run_claimed(response: Response, owner: str, builder: EventBuilder, off
             status, details, error = ResponseStatus.CANCELLED, None, None
         except LeaseLost:
             log.warning("%s: lease lost; another party ended or removed the response", response.pk)
-            return
+            return None
         except ResponseFailure as failure:
             status, details, error = ResponseStatus.FAILED, None, {"code": failure.code, "message": failure.message}
         except Exception:
@@ -82,5 +88,6 @@ async def run_claimed(response: Response, owner: str, builder: EventBuilder, off
         await writer.end(status, error=error, incomplete_details=details, usage=usage.as_dict())
     except LeaseLost:
         log.warning("%s: lease lost before the terminal event", response.pk)
-        return
-    recorder.response_finished(response.model, status, usage.output_tokens, time.monotonic() - claimed_at)
+        return None
+    recorder.response_finished(response.model, status, usage, time.monotonic() - claimed_at)
+    return usage.held_tokens

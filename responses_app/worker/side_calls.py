@@ -27,6 +27,7 @@ from responses_app.models import Response
 from responses_app.stream.builder import EventBuilder
 from responses_app.wire.usage import Usage
 from responses_app.worker.batch_writer import BatchWriter
+from responses_app.worker.sampling import cache_salt
 from responses_app.worker.token_account import TokenAccount
 from responses_app.worker.turn import ResponseFailure
 
@@ -144,12 +145,15 @@ class SideCalls:
             parser.prefill(prefilled)
             in_answer = True
         self.usage.input_tokens += len(prompt)
-        params = SamplingParams(max_tokens=max_tokens, stop_token_ids=stop_token_ids())
+        params = SamplingParams(max_tokens=max_tokens, stop_token_ids=stop_token_ids(),
+                                cache_salt=cache_salt(self.response))
         request_id = f"{self.response.pk}:{self.response.attempts}:{name}"
         stream = engine_host().stream(self.response.model, prompt, params, request_id=request_id)
         try:
             async with aclosing(stream):
                 async for chunk in stream:
+                    if chunk is not None and chunk.cached_tokens:
+                        self.usage.cached_tokens += chunk.cached_tokens  # counted as input_tokens is
                     for token_id in chunk.token_ids if chunk is not None else []:
                         for step in parser.feed(token_id):
                             if isinstance(step, MessageStarted):

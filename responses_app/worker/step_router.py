@@ -17,6 +17,7 @@ from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageK
 from responses_app.harmony.tool_search import search_tool
 from responses_app.models.response_params import ResponseParams
 from responses_app.stream.builder import EventBuilder
+from responses_app.worker.stop_sequences import StopSequences
 from responses_app.worker.tools.base import ToolCall
 from responses_app.worker.tools.client_calls import ClientToolCall
 from responses_app.worker.tools.refused_calls import RefusedCall
@@ -60,6 +61,13 @@ class StepRouter:
                   for tool in item["tools"]]
         self.function_namespaces = frozenset(tool["name"] for tool in [*tools, *loaded] if tool["type"] == "namespace")
         self.allowed_calls = AllowedCalls.of(request.tool_choice)
+        # A completion's stop sequences, on the text of the message being written (``answering``).
+        self.stop_sequences = StopSequences(request.chat.stop) if request.chat.stop else None
+        self.answering = False
+
+    @property
+    def stop_reached(self) -> bool:
+        return self.stop_sequences is not None and self.stop_sequences.reached
 
     def take_ready_call(self) -> ToolCall | None:
         call, self.ready_call = self.ready_call, None
@@ -67,6 +75,8 @@ class StepRouter:
 
     def route(self, step: ParserEvent) -> None:
         """Server-side tool calls go to their ToolCall; everything else to the builder."""
+        if isinstance(step, MessageStarted):
+            self.answering = step.kind == "message"
         if isinstance(step, MessageStarted) and step.recipient and self.allowed_calls is not None \
                 and not self.allowed_calls.allows(step.recipient):
             self.call = RefusedCall(step.recipient, step.channel, self.allowed_calls.refusal(step.recipient))
@@ -96,14 +106,42 @@ class StepRouter:
         elif self.call is not None and isinstance(step, MessageFinished):
             self.call.finished(step.text)
             self.ready_call, self.call = self.call, None
-        elif isinstance(step, ContentDelta) and self._logprobs:
+        elif self.stop_sequences is not None and self.answering and not isinstance(step, MessageStarted):
+            self._answer_step(self.stop_sequences, step)
+        else:
+            self._to_builder(step)
+        if not isinstance(step, ContentDelta):
+            self.pending_logprobs = []  # header and end tokens belong to no text
+
+    def _to_builder(self, step: ParserEvent) -> None:
+        if isinstance(step, ContentDelta) and self._logprobs:
             # A delta's logprobs are those of the tokens that made it (a character may span two).
             logprobs, self.pending_logprobs = self.pending_logprobs, []
             self.builder.apply(step, logprobs=logprobs)
         else:
             self.builder.apply(step)
-        if not isinstance(step, ContentDelta):
-            self.pending_logprobs = []  # header and end tokens belong to no text
+
+    def _answer_step(self, stops: StopSequences, step: ContentDelta | MessageFinished) -> None:
+        """The message's text as far as the stop sequences let it be seen; the text held
+        back for a sequence that may be beginning comes with the next delta, or the end."""
+        if stops.reached:
+            return  # the turn ends at the sequence (worker/generation.py)
+        if isinstance(step, ContentDelta):
+            logprobs, self.pending_logprobs = self.pending_logprobs, []
+            self._shown_text(*stops.feed(step.text, logprobs))
+            return
+        self.flush_held()  # with its deltas' logprobs; the end token's are dropped by route()
+        self.builder.apply(step)
+
+    def flush_held(self) -> None:
+        """The text held back for a stop sequence that did not come: its message ended, or
+        the budget did."""
+        if self.stop_sequences is not None and not self.stop_sequences.reached:
+            self._shown_text(*self.stop_sequences.flush())
+
+    def _shown_text(self, text: str, logprobs: list[list[tuple[int, float]]]) -> None:
+        if text:
+            self.builder.apply(ContentDelta(text), logprobs=logprobs if self._logprobs else None)
 
     async def start_call(self) -> None:
         """Make the server-side tool call that the model has begun (off the loop), and give it

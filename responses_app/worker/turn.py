@@ -16,7 +16,9 @@ stopped (vLLM's prefix cache holds what came before):
 - ``TOOL_CALL``: a server-side call is whole: the turn ends with it (``TurnEnd.call``)
   and the tool loop runs it;
 - ``STEERED``: steering input is queued and the model is at a safe boundary: the
-  response ends ``incomplete`` (its successor follows it).
+  response ends ``incomplete`` (its successor follows it);
+- ``STOP_SEQUENCE``: a completion's stop sequence came in a message's text: the message
+  ends before it, and the response with it (worker/stop_sequences.py).
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ class EarlyStop(Enum):
     FINAL_ANSWER = "final_answer"
     TOOL_CALL = "tool_call"
     STEERED = "steered"
+    STOP_SEQUENCE = "stop_sequence"
 
 
 @dataclass

@@ -10,10 +10,10 @@ from django.contrib.admin.models import LogEntry
 from django.contrib.admin.utils import quote
 from playwright.sync_api import expect
 
-from tests.admin.conftest import OPERATOR_PASSWORD, make_operator
 from tests.admin.test_browser import admin_url, chromium, logged_in  # noqa: F401 - fixtures
 from tests.helpers import wait_for_status, wait_until
 from tests.live.webhook_receiver import Receiver
+from tests.operators import OPERATOR_PASSWORD, make_operator
 
 pytestmark = pytest.mark.core
 

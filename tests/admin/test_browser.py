@@ -18,8 +18,8 @@ from django.contrib.admin.models import ADDITION, CHANGE, LogEntry
 from django.contrib.admin.utils import quote
 from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
 
-from tests.admin.conftest import OPERATOR_PASSWORD, VIEWER_PASSWORD, make_operator, make_viewer
 from tests.live.stack import ROOT
+from tests.operators import OPERATOR_PASSWORD, VIEWER_PASSWORD, make_operator, make_viewer
 
 pytestmark = pytest.mark.core
 
@@ -196,6 +196,7 @@ def test_an_operator_sets_tenant_limits_and_creates_a_key_that_is_shown_once(chr
     page.select_option("#id_tenant", str(tenant.pk))
     page.fill("#id_name", "reporting dashboard")
     page.select_option("#id_scope", "read_only")
+    page.select_option("#id_reasoning_fields", "reasoning")
     page.click("input[name=_save]")
     plaintext = page.locator("#api-key-plaintext").input_value()
     assert plaintext.startswith("sk-")
@@ -205,6 +206,7 @@ def test_an_operator_sets_tenant_limits_and_creates_a_key_that_is_shown_once(chr
 
     # The key works, read-only, and the console never shows it again.
     key = ApiKey.objects.get(tenant=tenant, name="reporting dashboard")
+    assert key.reasoning_fields == "reasoning"
     client = openai.OpenAI(base_url=stack.base_url, api_key=plaintext, max_retries=0)
     assert [model.id for model in client.models.list()]
     with pytest.raises(openai.PermissionDeniedError):
@@ -216,4 +218,24 @@ def test_an_operator_sets_tenant_limits_and_creates_a_key_that_is_shown_once(chr
     # a few characters that any random cookie value contains).
     secret = KEY_PATTERN.match(plaintext).group(2)
     assert all(secret not in cookie["value"] for cookie in context.cookies())
+    context.close()
+
+
+def test_an_operator_finds_a_stored_chat_completion_and_reads_its_messages_answer_and_responses(
+        chromium, stack, alice, db_access, admin_url):
+    completion = alice.chat.completions.create(model="echo", messages=[
+        {"role": "user", "content": "Seen in the console"}], store=True, n=2)
+    make_operator("chat-operator")
+    context, page = logged_in(chromium, admin_url, "chat-operator", OPERATOR_PASSWORD)
+    page.goto(f"{admin_url}responses_app/storedchatcompletion/")
+    row = page.locator("#result_list tr", has_text=completion.id)
+    expect(row).to_contain_text("completed")
+    row.locator(f"a:text('{completion.id}')").click()
+    main = page.locator("#content-main")
+    expect(main).to_contain_text("Seen in the console")  # the request's messages
+    expect(main).to_contain_text(completion.choices[0].message.content.replace("\n", " ")[:40])  # the answer
+    responses = main.locator(".field-choice_responses a")
+    expect(responses).to_have_count(2)  # a response per choice, each a link to its page
+    responses.first.click()
+    expect(status_badge(page)).to_contain_text("completed")
     context.close()

@@ -42,8 +42,13 @@ def slow(ms: int) -> dict[str, Any]:
     return {"metadata": {"echo_token_delay_ms": str(ms)}}
 
 
-def run_batch(client: openai.OpenAI, lines: list[Any], **options: Any) -> Any:
-    batch = client.batches.create(input_file_id=batch_file(client, lines), endpoint="/v1/responses",
+def chat_line(custom_id: str, text: str, **body: Any) -> dict[str, Any]:
+    return {"custom_id": custom_id, "method": "POST", "url": "/v1/chat/completions",
+            "body": {"model": "echo", "messages": [{"role": "user", "content": text}], **body}}
+
+
+def run_batch(client: openai.OpenAI, lines: list[Any], endpoint: str = "/v1/responses", **options: Any) -> Any:
+    batch = client.batches.create(input_file_id=batch_file(client, lines), endpoint=endpoint,
                                   completion_window="24h", **options)
     return wait_until(lambda: (ended := client.batches.retrieve(batch.id)).status in ENDED and ended, timeout=90)
 
@@ -89,6 +94,45 @@ def test_a_batch_runs_each_request_into_the_output_file_in_input_order(carol: op
     files = {f.id: f for f in carol.files.list(purpose="batch_output")}
     assert files[batch.output_file_id].filename == f"batch_{batch.id}_output.jsonl"
     assert files[batch.error_file_id].filename == f"batch_{batch.id}_error.jsonl"
+
+
+def test_a_chat_completions_batch_answers_each_line_with_its_chat_completion(carol: openai.OpenAI):
+    lines = [chat_line(f"q{n}", f"Question number {n}", max_completion_tokens=200, logprobs=n == 0)
+             for n in range(3)]
+    lines.append(chat_line("orphan", "Go on.", messages=[{"role": "tool", "tool_call_id": "call_x",
+                                                          "content": "42"}]))
+    batch = run_batch(carol, lines, endpoint="/v1/chat/completions")
+
+    assert (batch.status, batch.endpoint, batch.model) == ("completed", "/v1/chat/completions", "echo")
+    assert (batch.request_counts.completed, batch.request_counts.failed) == (3, 1)
+    output = jsonl(carol, batch.output_file_id)
+    for n, line in enumerate(output):
+        assert line["custom_id"] == f"q{n}" and line["response"]["status_code"] == 200
+        completion = line["response"]["body"]
+        assert completion["object"] == "chat.completion" and completion["id"].startswith("chatcmpl-")
+        [choice] = completion["choices"]
+        assert (choice["finish_reason"], choice["message"]["content"]) == ("stop", f"You said: Question number {n}")
+        assert choice["message"]["reasoning"]
+        # A line that asked for the answer's logprobs gets them, as the endpoint gives them.
+        tokens = (choice["logprobs"] or {}).get("content")
+        assert (bytes(b for entry in tokens for b in entry["bytes"]).decode() == choice["message"]["content"]) \
+            if n == 0 else choice["logprobs"] is None
+    assert batch.usage.output_tokens == sum(line["response"]["body"]["usage"]["completion_tokens"]
+                                            for line in output)
+    # The request's own 400, naming the completion's parameter.
+    [error] = jsonl(carol, batch.error_file_id)
+    assert error["custom_id"] == "orphan" and error["response"]["status_code"] == 400
+    assert error["response"]["body"]["error"]["param"] == "messages[0]"
+
+
+def test_a_chat_completions_line_that_cannot_run_as_one_response_fails_the_batch(carol: openai.OpenAI):
+    lines = [chat_line("a", "fine"), chat_line("b", "x", n=2), chat_line("c", "x", stream=True),
+             chat_line("d", "x", tools=[{"type": "function", "function": {"name": "a b"}}]),
+             request_line("e", "a Responses line"), chat_line("f", "x", store=True)]
+    batch = run_batch(carol, lines, endpoint="/v1/chat/completions")
+    assert batch.status == "failed"
+    assert [(e.line, e.param) for e in batch.errors.data] == [
+        (2, "body.n"), (3, "body.stream"), (4, "body.tools[0].function.name"), (5, "url"), (6, "body.store")]
 
 
 def test_a_bad_input_file_fails_the_batch_with_the_error_of_each_line(carol: openai.OpenAI):
@@ -215,7 +259,7 @@ def test_a_request_whose_response_was_lost_runs_again_within_its_attempts(
 
 
 @pytest.mark.parametrize(("body", "status", "param"), [
-    ({"endpoint": "/v1/chat/completions"}, 400, "endpoint"),
+    ({"endpoint": "/v1/embeddings"}, 400, "endpoint"),
     ({"completion_window": "1h"}, 400, "completion_window"),
     ({"input_file_id": "file-missing"}, 404, "input_file_id"),
     ({"metadata": {"k": 3}}, 400, "metadata.k"),

@@ -104,10 +104,13 @@ class FaultStack(LiveStack):
         return commands
 
     def process_env(self, name: str) -> dict[str, str]:
-        """The second worker is another node: its containers' work dirs are its own (what
-        they share is the database, the broker and the files storage)."""
+        """The second worker is another node: its containers' work dirs and its node id are its
+        own (what they share is the database, the broker and the files storage)."""
         if name == "worker2":
-            return {**self.env, "CONTAINERS_DIR": str(LOG_DIR / f"containers-{self.port}-node2")}
+            return {**self.env, "CONTAINERS_DIR": str(LOG_DIR / f"containers-{self.port}-node2"),
+                    "NODE_ID": f"node2-{self.port}"}
+        if name == "worker":
+            return {**super().process_env(name), "NODE_ID": f"node1-{self.port}"}
         return super().process_env(name)
 
     def inspect(self, method: str, worker: str = "worker") -> dict:

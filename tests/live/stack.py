@@ -13,7 +13,9 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -53,6 +55,9 @@ STACK_ENV = {
     "BEAT_MAX_LOOP_INTERVAL_S": "1",
     # A foreground WebSocket response whose socket is gone is cancelled 3 s on.
     "WS_RESUME_GRACE_S": "3",
+    # A refused socket waits for the client's first message longer than a crowded CI
+    # machine may take to read one sent half a second after the handshake.
+    "WS_REFUSAL_WAIT_S": "10",
     # containers.files.create refuses a file above 64 KiB here (the test of the cap).
     "CONTAINER_FILE_MAX_BYTES": "65536",
     # files.create refuses a body above 4 MiB (plus the multipart framing) here.
@@ -147,11 +152,15 @@ class LiveStack:
             "beat": [str(bin_dir / "celery"), "-A", "project", "beat", "--loglevel", "INFO", "--scheduler",
                      "django_celery_beat.schedulers:DatabaseScheduler"],
             # The GPU-node worker: only the vLLM models' queues; it is ready once they are loaded.
-            "vllm-worker": [str(bin_dir / "celery"), "-A", "project", "worker", "--pool", "threads",
-                            "--concurrency", "16", "--queues", ",".join(self.vllm_queues()),
-                            "--hostname", f"vllm-worker-{self.port}@%h", "--loglevel", "INFO",
-                            "--without-gossip", "--without-mingle"],
+            "vllm-worker": self.vllm_worker("vllm-worker"),
+            # A second vLLM node (a NODE_ID of its own): dispatch between two nodes of one model.
+            "vllm-worker2": self.vllm_worker("vllm-worker2"),
         }
+
+    def vllm_worker(self, name: str) -> list[str]:
+        return [str(Path(sys.executable).parent / "celery"), "-A", "project", "worker", "--pool", "threads",
+                "--concurrency", "16", "--queues", ",".join(self.vllm_queues()),
+                "--hostname", f"{name}-{self.port}@%h", "--loglevel", "INFO", "--without-gossip", "--without-mingle"]
 
     def vllm_queues(self) -> list[str]:
         return [f"model.{model}" for model, entry in self.registry.items()
@@ -164,13 +173,20 @@ class LiveStack:
         if name == "web":
             self.wait_for_web()
         if "worker" in name:
-            self.wait_for_worker(name, timeout=300 if name == "vllm-worker" else 60)
+            self.wait_for_worker(name, timeout=420 if name.startswith("vllm-worker") else 60)
+
+    def restart_in_background(self, name: str, on_failure: Callable[[], None]) -> Restart:
+        """Start ``name`` again from a thread while the test reads a stream; should it not
+        start, ``on_failure`` runs (the test closes its stream) and ``Restart.wait`` raises why."""
+        restart = Restart(self, name, on_failure)
+        restart.start()
+        return restart
 
     def process_env(self, name: str) -> dict[str, str]:
-        if name == "vllm-worker":
+        if name.startswith("vllm-worker"):
             # The trained tiny model learned the python tool's description with this timeout
             # (devtools/transcripts.PYTHON_TIMEOUT_S); the echo worker keeps the short one.
-            return {**self.env, "TOOL_CALL_TIMEOUT_S": "30"}
+            return {**self.env, "TOOL_CALL_TIMEOUT_S": "30", "NODE_ID": f"{name}-{self.port}"}
         return self.env
 
     def kill(self, name: str, sig: int = signal.SIGKILL) -> None:
@@ -214,11 +230,15 @@ class LiveStack:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.processes[name].poll() is not None:
-                raise RuntimeError(f"the {name} exited; see {LOG_DIR}")
+                raise RuntimeError(f"the {name} exited; the end of its log:\n{self.log_tail(name)}")
             if self.inspect("ping", name):
                 return
             time.sleep(0.5)
-        raise RuntimeError(f"the {name} did not start; see {LOG_DIR}")
+        raise RuntimeError(f"the {name} did not start in {timeout:.0f} s; the end of its log:\n{self.log_tail(name)}")
+
+    def log_tail(self, name: str, lines: int = 30) -> str:
+        log = LOG_DIR / f"{name}-{self.port}.log"
+        return "\n".join(log.read_text(errors="replace").splitlines()[-lines:]) if log.exists() else "(no log)"
 
     # --- inspection ----------------------------------------------------------------------------
 
@@ -240,3 +260,25 @@ class LiveStack:
             for key in merged:
                 merged[key] += reply.get(model, {}).get(key, [])
         return merged
+
+
+class Restart(threading.Thread):
+    """A stack process started again in the background (LiveStack.restart_in_background)."""
+
+    def __init__(self, stack: LiveStack, name: str, on_failure: Callable[[], None]) -> None:
+        super().__init__(name=f"restart-{name}", daemon=True)
+        self.stack, self.process, self.on_failure = stack, name, on_failure
+        self.error: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            self.stack.start(self.process)
+        except BaseException as error:  # noqa: BLE001 - kept for the test's thread to raise
+            self.error = error
+            self.on_failure()
+
+    def wait(self) -> None:
+        """Until the process is ready; its error if it did not start."""
+        self.join()
+        if self.error is not None:
+            raise self.error

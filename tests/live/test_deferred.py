@@ -18,7 +18,9 @@ from tests.live.stack import STACK_ENV
 pytestmark = pytest.mark.core
 
 DEFERRED = {"completion_window": "2h"}
-SLOW = {"echo_token_delay_ms": "40"}  # about 2 s for SLOW_INPUT
+# About 20 s for SLOW_INPUT: longer than creating the responses takes on a crowded CI
+# machine; the test cancels them once the others wait.
+SLOW = {"echo_token_delay_ms": "400"}
 SLOW_INPUT = "Take your time with this one please. " * 6
 WORKER_THREADS = 16
 
@@ -45,8 +47,10 @@ def test_interactive_responses_created_while_deferred_ones_wait_are_served_first
     assert all(r.deferred_state == "released" for r in rows(waiting))
     interactive = [carol.responses.create(model="echo", input="Interactive", background=True).id for _ in range(6)]
     assert all(r.status == "in_progress" for r in rows(busy))  # still: the others had to wait
+    for response_id in busy:
+        carol.responses.cancel(response_id)  # the worker threads free up at once
 
-    for response_id in busy + interactive + waiting:
+    for response_id in interactive + waiting:
         wait_for_status(carol, response_id, {"completed"}, timeout=30)
     first_deferred = min(r.started_at for r in rows(waiting))
     assert all(r.started_at < first_deferred for r in rows(interactive))

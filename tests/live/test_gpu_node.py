@@ -99,15 +99,19 @@ def gpu_node(live_stack: LiveStack, tmp_path_factory) -> Iterator[GpuNode]:
 
 
 def stream_all(client, count: int, on_event=None) -> list[list[dict]]:
-    """``count`` greedy answers to the trained question, streamed at once; each one's events."""
+    """``count`` greedy answers to the trained question, streamed at once; each one's events
+    (``on_event`` is given each event and the id of its response)."""
     streams: list[list[dict]] = [[] for _ in range(count)]
 
     def read(index: int) -> None:
+        response_id = None
         for event in client.responses.create(model=NODE_MODEL, input=CAPITAL.input, stream=True, background=True,
                                              temperature=0.0):
             streams[index].append(event.to_dict())
+            if event.type == "response.created":
+                response_id = event.response.id
             if on_event is not None:
-                on_event(event)
+                on_event(event, response_id)
 
     threads = [threading.Thread(target=read, args=(index,)) for index in range(count)]
     for thread in threads:
@@ -174,14 +178,13 @@ def test_a_worker_process_killed_is_a_lost_worker_the_other_continues_and_the_en
 
     before = gpu_node.wait_until_serving()
     node_pids = {worker["pid"] for worker in before["workers"]}
-    ids: list[str] = []
     killed: list[int] = []
 
-    def kill_one(event) -> None:
-        if event.type == "response.created":
-            ids.append(event.response.id)
-        elif event.type == "response.reasoning_text.delta" and not killed:
-            holding = owner_pids(list(ids)) & node_pids
+    def kill_one(event, response_id: str) -> None:
+        # The process that streams this response (its output is committed: the client has
+        # read it), so that the response is continued, not started again.
+        if event.type == "response.reasoning_text.delta" and not killed:
+            holding = owner_pids([response_id]) & node_pids
             if holding:
                 killed.append(holding.pop())
                 os.killpg(killed[0], signal.SIGKILL)
@@ -203,7 +206,7 @@ def test_the_engine_core_killed_restarts_with_the_nodes_processes_and_every_resp
     before = gpu_node.wait_until_serving()
     killed: list[int] = []
 
-    def kill_core(event) -> None:
+    def kill_core(event, response_id: str) -> None:
         if event.type == "response.reasoning_text.delta" and not killed:
             killed.append(before["engine_core_pid"])
             os.kill(killed[0], signal.SIGKILL)

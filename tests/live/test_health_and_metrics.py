@@ -10,6 +10,7 @@ import threading
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -20,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
-from responses_app.dispatch import broker
+from responses_app.dispatch import broker, fleet
 from responses_app.models import Response
 from responses_app.observability import collector, metrics
 from responses_app.observability.recorder import Recorder
@@ -29,7 +30,8 @@ from tests.live.stack import free_port
 
 CHECKS = {"database", "redis", "broker", "workers"}
 HISTOGRAMS = {"responses_time_to_first_event_seconds", "responses_output_tokens_per_second",
-              "responses_event_batch_write_seconds", "responses_vector_store_search_seconds"}
+              "responses_event_batch_write_seconds", "responses_vector_store_search_seconds",
+              "responses_chat_completion_seconds", "responses_prompt_tokens"}
 GAUGES = {"responses_by_status", "responses_queue_depth", "responses_sse_streams_active",
           "responses_metrics_source_up", "responses_batch_requests", "responses_vector_store_files"}
 LONG_SCRIPT = reasoning_and_answer("Thinking about it for a while, one word at a time, " * 3,
@@ -145,9 +147,9 @@ def test_stopping_the_worker_turns_its_model_red_and_its_tasks_wait_in_the_queue
     assert healthz(stack)[1]["checks"]["workers"]["echo"]["ok"] is True
     stack.kill("worker")
     try:
-        # The worker answer is cached for a few seconds, so red comes within that.
+        # A killed worker's heartbeat goes stale within FLEET_NODE_TTL_S.
         status, body = wait_until(lambda: (reply := healthz(stack))[1]["checks"]["workers"]["echo"]["ok"] is False
-                                  and reply, timeout=broker.WORKERS_CACHE_S + 10)
+                                  and reply, timeout=settings.FLEET_NODE_TTL_S + 10)
         assert status == 503 and body["status"] == "unavailable"
         assert body["checks"]["workers"]["echo"] == {"ok": False, "queue": "model.echo", "workers": []}
         assert body["checks"]["broker"]["ok"] is True  # the broker itself is fine
@@ -162,24 +164,33 @@ def test_stopping_the_worker_turns_its_model_red_and_its_tasks_wait_in_the_queue
     assert wait_for_status(alice, waiting.id, {"completed"}).status == "completed"
     assert value(scrape(stack), "responses_queue_depth", model="echo", queue="model.echo") == 0
     wait_until(lambda: healthz(stack)[1]["checks"]["workers"]["echo"]["ok"] is True,
-               timeout=broker.WORKERS_CACHE_S + 10)
+               timeout=settings.FLEET_NODE_TTL_S + 10)
 
 
-def test_a_scraper_polling_healthz_costs_the_workers_one_broadcast_per_cache_period(stack, db_access):
+def test_the_worker_inspection_costs_one_broadcast_per_cache_period(stack, db_access):
     inspector = broker.WorkerInspector(ttl=60)
     for _ in range(10):
         assert worker_name(stack) in inspector.queues_by_worker()
     assert inspector.broadcasts == 1
 
-    healthz(stack)  # warms the web process's cache
-    started, waits = time.monotonic(), 0
-    for _ in range(10):
-        call = time.monotonic()
-        assert healthz(stack)[1]["checks"]["workers"]["echo"]["ok"] is True
-        waits += time.monotonic() - call >= broker.INSPECT_TIMEOUT_S
-    # Uncached, every call would wait the whole inspection timeout for replies; cached, only
-    # the first call of each cache period does (counted per call: a loaded machine slows all).
-    assert waits <= 1 + (time.monotonic() - started) / broker.WORKERS_CACHE_S
+
+def test_healthz_follows_the_workers_heartbeats(stack, db_access):
+    """A model turns green with a worker's heartbeat, and red once it is older than
+    FLEET_NODE_TTL_S (a worker killed writes no farewell)."""
+    registry = {**echo_only(), "ghost": {"engine": "echo", "queue": "model.ghost"}}
+    heartbeat = fleet.Heartbeat(node="ghost-node", worker="ghost@test", queues=("model.ghost",), running=0,
+                                slots=4, slot_pool="ghost", prefill_backlog_s=0.0)
+    with override_settings(MODEL_REGISTRY=registry):
+        assert in_process_get("/healthz")[1]["checks"]["workers"]["ghost"]["ok"] is False
+        fleet.beat("ghost|test", heartbeat)
+        try:
+            status, body = in_process_get("/healthz")
+            assert body["checks"]["workers"]["ghost"] == {"ok": True, "queue": "model.ghost",
+                                                          "workers": ["ghost@test"]}
+            fleet.beat("ghost|test", replace(heartbeat, at=time.time() - settings.FLEET_NODE_TTL_S - 1))
+            assert in_process_get("/healthz")[1]["checks"]["workers"]["ghost"]["ok"] is False
+        finally:
+            fleet.leave("ghost|test")
 
 
 # --- /metrics ----------------------------------------------------------------------------------
@@ -189,6 +200,7 @@ def test_metrics_parse_and_name_every_family_with_its_type(stack):
 
     assert {name: families[name].type for name in GAUGES} == dict.fromkeys(GAUGES, "gauge")
     assert {name: families[name].type for name in HISTOGRAMS} == dict.fromkeys(HISTOGRAMS, "histogram")
+    assert families["responses_dispatch_decisions"].type == "counter"
     assert {s.labels["source"]: s.value for s in families["responses_metrics_source_up"].samples} == {
         "database": 1, "redis": 1, "broker": 1}
     assert {s.labels["model"] for s in families["responses_by_status"].samples} >= set(stack.registry)
@@ -246,6 +258,60 @@ def test_metrics_show_echo_responses_by_status_and_the_workers_observations(stac
             assert counts == sorted(counts), name  # cumulative
             assert buckets[-1].labels["le"] == "+Inf"
             assert counts[-1] == value(after, f"{name}_count", **dict(labels))
+
+
+def test_metrics_count_chat_completions_by_model_and_stream(stack, alice):
+    def completions(families: dict, stream: str) -> float:
+        return value(families, "responses_chat_completion_seconds_count", model="echo", stream=stream)
+
+    before = scrape(stack)
+    messages = [{"role": "user", "content": "Count me"}]
+    alice.chat.completions.create(model="echo", messages=messages)
+    alice.chat.completions.create(model="echo", messages=messages, n=2)  # one completion of two choices
+    list(alice.chat.completions.create(model="echo", messages=messages, stream=True))
+
+    wait_until(lambda: completions(scrape(stack), "true") >= completions(before, "true") + 1, timeout=10)
+    after = scrape(stack)
+    assert completions(after, "false") == completions(before, "false") + 2
+    assert completions(after, "true") == completions(before, "true") + 1
+
+
+def test_metrics_count_prompt_tokens_served_from_cache_and_computed(stack, carol):
+    def tokens(families: dict, source: str) -> float:
+        return value(families, "responses_prompt_tokens_sum", model="echo", node=settings.NODE_ID, source=source)
+
+    before = scrape(stack)
+    first = carol.responses.create(model="echo", input="Count my prompt")
+    second = carol.responses.create(model="echo", input="Count my prompt")  # its prefix is cached
+    assert second.usage.input_tokens_details.cached_tokens > 0
+    spent = first.usage.input_tokens + second.usage.input_tokens
+    cached = second.usage.input_tokens_details.cached_tokens + first.usage.input_tokens_details.cached_tokens
+
+    wait_until(lambda: tokens(scrape(stack), "computed") + tokens(scrape(stack), "cached")
+               >= tokens(before, "computed") + tokens(before, "cached") + spent, timeout=10)
+    after = scrape(stack)
+    # Other tests' responses may end meanwhile: at least ours are counted, each as it was served.
+    assert tokens(after, "cached") - tokens(before, "cached") >= cached
+    assert tokens(after, "computed") - tokens(before, "computed") >= spent - cached
+
+
+def test_metrics_count_dispatch_decisions_by_node(stack, carol, db_access):
+    from responses_app.models import Response
+
+    def decisions(families: dict, decision: str) -> float:
+        return value(families, "responses_dispatch_decisions_total", model="echo", node=settings.NODE_ID,
+                     decision=decision)
+
+    before = scrape(stack)
+    first = carol.responses.create(model="echo", input="Where do I run?")
+    second = carol.responses.create(model="echo", input="And now?", previous_response_id=first.id)
+
+    after = scrape(stack)
+    # The stack's one echo node (NODE_ID): the first turn to it for its load, the second for its prefix.
+    assert decisions(after, "balanced") >= decisions(before, "balanced") + 1
+    assert decisions(after, "preferred") >= decisions(before, "preferred") + 1
+    assert set(Response.objects.filter(pk__in=[first.id, second.id]).values_list("node", flat=True)) == {
+        settings.NODE_ID}
 
 
 def test_metrics_show_vector_store_files_by_status_and_each_search(stack, alice, db_access):

@@ -194,7 +194,7 @@ def test_text_that_cannot_be_stored_is_a_400_naming_it(http, tenant, bad, body, 
     assert tenant_row_counts(tenant) == before
 
 
-@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])
+@pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity", "1e400", "-2.5e999"])
 def test_numbers_that_are_not_json_are_a_400(http, tenant, constant):
     before = tenant_row_counts(tenant)
     tool = {"type": "function", "name": "f", "parameters": {"type": "object", "maximum": "CONSTANT"}}

@@ -96,7 +96,11 @@ VECTOR_STORE_OPERATIONS = {
     ("GET", "/v1/vector_stores/{vector_store_id}/file_batches/{batch_id}/files"),
 }
 EMBEDDING_OPERATIONS = {("POST", "/v1/embeddings")}
-CHAT_COMPLETION_OPERATIONS = {("POST", "/v1/chat/completions")}
+CHAT_COMPLETION_OPERATIONS = {
+    ("POST", "/v1/chat/completions"), ("GET", "/v1/chat/completions"),
+    ("GET", "/v1/chat/completions/{completion_id}"), ("POST", "/v1/chat/completions/{completion_id}"),
+    ("DELETE", "/v1/chat/completions/{completion_id}"), ("GET", "/v1/chat/completions/{completion_id}/messages"),
+}
 # Creates whose generated bodies (from the SDK's whole item and tool unions) this server
 # mostly refuses: the document's own examples are sent as well.
 WITH_EXAMPLES = {"POST /v1/responses", "POST /v1/responses/compact", "POST /v1/responses/input_tokens",
@@ -248,6 +252,8 @@ def test_every_operation_keeps_to_the_document(stack: LiveStack, alice, alice_ke
     ids["vector_store_id"] = alice.vector_stores.create(name="schemathesis", file_ids=[ids["uploaded_file_id"]]).id
     ids["batch_id"] = alice.vector_stores.file_batches.create(ids["vector_store_id"],
                                                               file_ids=[ids["uploaded_file_id"]]).id
+    ids["completion_id"] = alice.chat.completions.create(model="echo", messages=[{"role": "user", "content": "Hi"}],
+                                                         store=True).id
     ids["prompt_id"] = alice.post("/prompts", cast_to=httpx.Response,
                                   body={"instructions": "Hi {{name}}."}).json()["id"]
     headers = {"Authorization": f"Bearer {alice_key}"}

@@ -85,11 +85,19 @@ def test_a_chat_completions_tool_loop_on_the_trained_model_renders_the_prompt_it
     messages += [{"role": "assistant", "content": None, "tool_calls": [call.to_dict()],
                   "reasoning_content": choice.message.model_extra["reasoning_content"]},
                  {"role": "tool", "tool_call_id": call.id, "content": '{"sky":"clear"}'}]
+    # vLLM's sampling extensions reach its sampler (greedy all the same: top_k 1, no penalty).
     chunks = list(alice.chat.completions.create(model="tiny-trained", messages=messages, tools=tools, stream=True,
-                                                **GREEDY))
-    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == final_text(
-        WEATHER.turns[1].completion)
+                                                seed=7, extra_body={"top_k": 1, "min_p": 0.0,
+                                                                    "repetition_penalty": 1.0}, **GREEDY))
+    answer = final_text(WEATHER.turns[1].completion)
+    assert "".join(chunk.choices[0].delta.content or "" for chunk in chunks if chunk.choices) == answer
     assert chunks[-1].choices[0].finish_reason == "stop"
+    # A stop sequence ends the answer before it, and only the answer.
+    sequence = answer.split()[2]
+    stopped = alice.chat.completions.create(model="tiny-trained", messages=messages, tools=tools, stop=[sequence],
+                                            **GREEDY)
+    assert stopped.choices[0].message.content == answer[:answer.index(sequence)]
+    assert stopped.choices[0].finish_reason == "stop"
 
 
 def test_the_trained_model_calls_the_python_tool_in_the_sandbox_and_answers_with_its_output(alice, vllm_stack):
@@ -145,7 +153,7 @@ def test_allowed_tools_on_vllm_let_the_allowed_call_through_the_structural_tag(a
     assert (call.type, call.name, call.arguments) == ("function_call", "get_weather", '{"city":"Paris"}')
 
 
-def test_cached_tokens_in_usage_are_vllms_prefix_cache_hits(alice, vllm_stack):
+def test_cached_tokens_in_usage_are_vllms_prefix_cache_hits(alice, carol, vllm_stack):
     # vLLM's CPU prefix cache works in blocks of 128 tokens: a 300-token prompt sent twice
     # is served from the cache in whole blocks the second time.
     text = f"{uuid.uuid4()} " + "lorem ipsum dolor sit amet " * 50
@@ -155,6 +163,38 @@ def test_cached_tokens_in_usage_are_vllms_prefix_cache_hits(alice, vllm_stack):
     assert first.usage.input_tokens_details.cached_tokens == 0
     cached = second.usage.input_tokens_details.cached_tokens
     assert cached >= 256 and cached % 128 == 0
+    # The tenant's cache_salt: another tenant's same prompt is computed afresh.
+    theirs = carol.responses.create(model="tiny-random", input=text, max_output_tokens=4, **GREEDY)
+    assert theirs.usage.input_tokens == first.usage.input_tokens
+    assert theirs.usage.input_tokens_details.cached_tokens == 0
+
+
+def test_a_chains_next_turn_goes_to_the_vllm_node_that_holds_its_prefix(alice, vllm_stack, db_access):
+    """Two vLLM worker nodes of the tiny model: each chain's second turn runs on the node of its
+    first, whose vLLM reports the first turn's prompt as cached (the other node holds none of it)."""
+    from responses_app.dispatch import fleet
+    from responses_app.models import Response
+
+    queue = "model.tiny-random"
+    vllm_stack.start("vllm-worker2")
+    try:
+        wait_until(lambda: len(fleet.live_nodes(queue)) == 2, timeout=30)
+        homes = set()
+        for _ in range(4):
+            text = f"{uuid.uuid4()} " + "lorem ipsum dolor sit amet " * 50
+            first = alice.responses.create(model="tiny-random", input=text, max_output_tokens=4, **GREEDY)
+            second = alice.responses.create(model="tiny-random", input="Go on.", previous_response_id=first.id,
+                                            max_output_tokens=4, **GREEDY)
+            nodes = dict(Response.objects.filter(pk__in=[first.id, second.id]).values_list("id", "node"))
+            assert nodes[first.id] == nodes[second.id]
+            homes.add(nodes[first.id])
+            assert first.usage.input_tokens_details.cached_tokens == 0
+            # vLLM's own count, in its CPU blocks of 128 tokens: the first turn's prompt, less its last block.
+            assert second.usage.input_tokens_details.cached_tokens >= first.usage.input_tokens - 128
+        # Four chains on two idle nodes: each new chain went to a node at random (1 in 8 to miss one).
+        assert homes <= {f"vllm-worker-{vllm_stack.port}", f"vllm-worker2-{vllm_stack.port}"}
+    finally:
+        vllm_stack.kill("vllm-worker2", signal.SIGTERM)  # the other vLLM tests inspect vllm-worker alone
 
 
 def test_input_tokens_count_equals_the_usage_of_a_vllm_turn_on_a_conversation(alice, vllm_stack):
@@ -330,6 +370,24 @@ def test_json_schema_output_parses_and_validates_while_reasoning_stays_free(alic
     assert response.text.format.type == "json_schema"
 
 
+def test_chat_completions_response_format_and_a_named_tool_choice_hold_a_real_model(alice, vllm_stack):
+    schema = {"type": "object", "properties": {"city": {"type": "string", "enum": ["Paris", "Rome"]}},
+              "required": ["city"], "additionalProperties": False}
+    messages = [{"role": message["role"], "content": message["content"]} for message in CAPITAL.input]
+    answered = alice.chat.completions.create(model="tiny-trained", messages=messages, **GREEDY, response_format={
+        "type": "json_schema", "json_schema": {"name": "capital", "schema": schema, "strict": True}})
+    [choice] = answered.choices
+    # The schema holds the answer only: the reasoning is the model's own, as trained.
+    assert choice.message.model_extra["reasoning"] == reasoning_text(CAPITAL.turns[0].completion)
+    jsonschema.validate(json.loads(choice.message.content), schema)
+    # The random model never writes a harmony header by itself: the named choice writes it.
+    weather = {"type": "function", "function": {key: value for key, value in WEATHER.tools[0].items() if key != "type"}}
+    forced = alice.chat.completions.create(model="tiny-random", messages=[{"role": "user", "content": "Hello"}],
+                                           tools=[weather], tool_choice={"type": "function", "function": {
+                                               "name": "get_weather"}}, max_completion_tokens=8, **GREEDY)
+    assert [call.function.name for call in forced.choices[0].message.tool_calls] == ["get_weather"]
+
+
 def test_a_schema_that_vllm_cannot_compile_is_a_400_before_anything_is_enqueued(alice, vllm_stack, db_access):
     from responses_app.models import Response
 
@@ -374,21 +432,25 @@ def test_a_dead_vllm_engine_fails_its_response_clearly_and_a_new_engine_serves_t
                                     **GREEDY).output_text == final_text(CAPITAL.turns[0].completion)
 
 
+@pytest.mark.timeout(720)  # the worker's two vLLM engines start again: minutes on a loaded machine
 def test_a_worker_killed_while_vllm_generates_ends_the_response_and_its_stream(alice, vllm_stack):
     stream = alice.responses.create(model="tiny-random", input="Hello there", background=True, stream=True,
                                     max_output_tokens=1500, **GREEDY)
     events = []
-    restart = threading.Thread(target=vllm_stack.start, args=("vllm-worker",))
-    for event in stream:
-        events.append(event.to_dict())
-        if event.type == "response.in_progress" and not restart.is_alive() and "vllm-worker" in vllm_stack.processes:
-            wait_until(lambda: vllm_stack.engine_report("tiny-random").get("running"), timeout=10, interval=0.05)
-            vllm_stack.kill("vllm-worker", signal.SIGKILL)
-            # Its supervisor starts a new one. The reaper finds the lost lease: a response
-            # that had emitted no output item yet is retried there, otherwise continued (the
-            # random model's output may also be no harmony at all: it fails, saying so).
-            restart.start()
-    restart.join(timeout=300)
+    restart = None
+    try:
+        for event in stream:
+            events.append(event.to_dict())
+            if event.type == "response.in_progress" and restart is None:
+                wait_until(lambda: vllm_stack.engine_report("tiny-random").get("running"), timeout=10, interval=0.05)
+                vllm_stack.kill("vllm-worker", signal.SIGKILL)
+                # Its supervisor starts a new one. The reaper finds the lost lease: a response
+                # that had emitted no output item yet is retried there, otherwise continued (the
+                # random model's output may also be no harmony at all: it fails, saying so).
+                restart = vllm_stack.restart_in_background("vllm-worker", on_failure=stream.close)
+    finally:
+        if restart is not None:
+            restart.wait()
     final = events[-1]
     assert final["type"] in TERMINAL_EVENTS
     assert final["response"]["status"] in ("failed", "incomplete", "completed")
@@ -397,6 +459,7 @@ def test_a_worker_killed_while_vllm_generates_ends_the_response_and_its_stream(a
     wait_for_status(alice, final["response"]["id"], {"failed", "incomplete", "completed"})
 
 
+@pytest.mark.timeout(720)  # as above: the worker's engines start again
 def test_the_trained_models_answer_cut_by_a_killed_worker_is_continued_to_its_transcript(alice, vllm_stack, db_access):
     """Greedy, the trained model writes its transcript: continued from what the lost worker
     streamed (the prompt plus that prefix), the engine writes the rest of the same transcript."""
@@ -407,14 +470,17 @@ def test_the_trained_models_answer_cut_by_a_killed_worker_is_continued_to_its_tr
         stream = alice.responses.create(model="tiny-trained", input=CAPITAL.input, background=True, stream=True,
                                         **GREEDY)
         events = []
-        restart = threading.Thread(target=vllm_stack.start, args=("vllm-worker",))
-        for event in stream:
-            events.append(event.to_dict())
-            if event.type == "response.reasoning_text.delta" and restart.ident is None:
-                vllm_stack.kill("vllm-worker", signal.SIGKILL)
-                restart.start()  # its supervisor starts a new one, which continues the response
-        if restart.ident is not None:
-            restart.join(timeout=300)
+        restart = None
+        try:
+            for event in stream:
+                events.append(event.to_dict())
+                if event.type == "response.reasoning_text.delta" and restart is None:
+                    vllm_stack.kill("vllm-worker", signal.SIGKILL)
+                    # Its supervisor starts a new one, which continues the response.
+                    restart = vllm_stack.restart_in_background("vllm-worker", on_failure=stream.close)
+        finally:
+            if restart is not None:
+                restart.wait()
         final = events[-1]["response"]
         if Response.objects.get(pk=final["id"]).recoveries:
             break

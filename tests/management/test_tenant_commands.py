@@ -53,7 +53,9 @@ def test_create_api_key_prints_a_working_key_last_with_scope_and_expiry(db):
     assert abs(caller.api_key.expires_at - expected) < timedelta(minutes=1)
     # The default key writes and never expires.
     default = ApiKey.objects.get(prefix=run("create_api_key", "--tenant", "peggy")[-1].split("-")[1])
-    assert (default.scope, default.expires_at) == (ApiKeyScope.READ_WRITE, None)
+    assert (default.scope, default.expires_at, default.reasoning_fields) == (ApiKeyScope.READ_WRITE, None, "both")
+    one_name = run("create_api_key", "--tenant", "peggy", "--reasoning-fields", "reasoning_content")[-1]
+    assert authenticate_bearer(f"Bearer {one_name}").api_key.reasoning_fields == "reasoning_content"
 
 
 @pytest.mark.parametrize("by", ["prefix", "whole key"])

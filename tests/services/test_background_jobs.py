@@ -84,7 +84,8 @@ def test_webhook_retries_start_within_a_minute_and_back_off_over_more_than_a_day
 
 def test_a_deferred_response_waits_for_the_dispatcher(tenant, django_capture_on_commit_callbacks, monkeypatch):
     sent: list[tuple[str, int]] = []
-    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: sent.append((response.pk, priority)))
+    monkeypatch.setattr(task_queue, "send",
+                        lambda response, task_id, priority=0, **_: sent.append((response.pk, priority)))
     with django_capture_on_commit_callbacks(execute=True):
         later = create_response(tenant, parse_create_request(
             {**REQUEST, "background": True, "background_options": {"completion_window": "8h"}}))
@@ -106,7 +107,7 @@ def test_a_deferred_response_waits_for_the_dispatcher(tenant, django_capture_on_
 
 def test_a_continuation_runs_in_order_of_creation(tenant, django_capture_on_commit_callbacks, monkeypatch):
     sent: list[str] = []
-    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: sent.append(response.pk))
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0, **_: sent.append(response.pk))
     options = {"completion_window": "2h", "continuation_id": "nightly"}
     with django_capture_on_commit_callbacks(execute=True):
         first, second = (create_response(tenant, parse_create_request(

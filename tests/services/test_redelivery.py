@@ -103,7 +103,7 @@ def test_a_purged_queue_is_filled_again_but_not_before_its_responses_waited_long
 
 def test_a_response_whose_send_failed_is_sent_by_the_sweep_after_the_grace(
         tenant, queue, monkeypatch, django_capture_on_commit_callbacks):
-    def broker_down(response: Response, task_id: str, priority: int = 0) -> None:
+    def broker_down(response: Response, task_id: str, priority: int = 0, **_: object) -> None:
         raise ConnectionError("Error 111 connecting to the broker. Connection refused.")
 
     monkeypatch.setattr(task_queue, "send", broker_down)
@@ -123,7 +123,7 @@ def test_a_response_whose_send_failed_is_sent_by_the_sweep_after_the_grace(
 def test_after_a_failed_send_the_process_leaves_the_broker_alone_for_the_cooldown(tenant, monkeypatch):
     sends: list[str] = []
 
-    def broker_down(response: Response, task_id: str, priority: int = 0) -> None:
+    def broker_down(response: Response, task_id: str, priority: int = 0, **_: object) -> None:
         sends.append(response.pk)
         raise ConnectionError("Connection refused.")
 

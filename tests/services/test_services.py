@@ -631,6 +631,27 @@ def user_item(text: str) -> dict[str, Any]:
 
 
 @override_settings(UNSTORED_RETENTION_S=0)
+def test_the_purge_keeps_the_store_false_responses_of_a_batch_until_it_has_written_its_results(tenant):
+    from responses_app.models import Batch, BatchStatus
+
+    batch = Batch.objects.create(tenant=tenant, endpoint="/v1/chat/completions", input_file_id="file-x",
+                                 completion_window="24h", status=BatchStatus.IN_PROGRESS,
+                                 expires_at=timezone.now() + timedelta(days=1))
+    line = create(tenant, store=False)
+    line.batch_id = batch.pk
+    line.save(update_fields=["batch_id"])
+    end_response(line.pk, ResponseStatus.COMPLETED, usage=Usage().as_dict())
+    Response.objects.filter(pk=line.pk).update(completed_at=timezone.now() - timedelta(seconds=5))
+    for status in (BatchStatus.IN_PROGRESS, BatchStatus.FINALIZING):
+        Batch.objects.filter(pk=batch.pk).update(status=status)
+        purge_unstored_responses()
+        assert Response.objects.filter(pk=line.pk).exists()
+    Batch.objects.filter(pk=batch.pk).update(status=BatchStatus.COMPLETED)
+    purge_unstored_responses()
+    assert not Response.objects.filter(pk=line.pk).exists()
+
+
+@override_settings(UNSTORED_RETENTION_S=0)
 def test_the_purge_keeps_the_store_false_responses_of_a_live_socket_session(tenant):
     from responses_app.lib.redis_client import shared_client
     from responses_app.sessions.sockets import presence_key

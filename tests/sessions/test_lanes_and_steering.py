@@ -25,7 +25,7 @@ SESSION = "session-1"
 def sent(monkeypatch) -> list[str]:
     """The responses handed to the broker."""
     sent: list[str] = []
-    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: sent.append(response.pk))
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0, **_: sent.append(response.pk))
     return sent
 
 

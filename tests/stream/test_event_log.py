@@ -36,7 +36,7 @@ USAGE = {"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0, "cache_
 
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch) -> None:
-    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: None)
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0, **_: None)
 
 
 def running_response(deltas: int) -> tuple[Response, EventBuilder]:

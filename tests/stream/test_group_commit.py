@@ -27,7 +27,7 @@ OWNER = "test-group-worker"
 
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch) -> None:
-    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: None)
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0, **_: None)
 
 
 def batch(words: int) -> tuple[Batch, EventBuilder]:

@@ -26,7 +26,7 @@ OWNER = "test-open-item-worker"
 
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch) -> None:
-    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: None)
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0, **_: None)
 
 
 def streaming(kind: str, **request) -> EventBuilder:

@@ -57,7 +57,7 @@ def tenant() -> Tenant:
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch) -> None:
     """Responses are run here by calling the task code; nothing goes to the broker."""
-    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: None)
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0, **_: None)
 
 
 def create(tenant: Tenant, **body: Any) -> Response:

@@ -24,7 +24,7 @@ THREADS = 48
 
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch) -> None:
-    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: None)
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0, **_: None)
 
 
 def test_claims_made_at_once_go_in_groups_and_each_response_is_claimed_once(monkeypatch):

@@ -31,7 +31,7 @@ ANSWER = ("<|channel|>analysis<|message|>Counting along.<|end|>"
 
 @pytest.fixture(autouse=True)
 def no_broker(monkeypatch) -> None:
-    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0: None)
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=0, **_: None)
 
 
 def create_paced(count: int) -> list[str]:

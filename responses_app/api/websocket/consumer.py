@@ -5,7 +5,7 @@ create, so that a revoked key stops working at once). A bad key gets an ``error`
 with status 401 and then the close code 3000 ("Unauthorized" in the IANA registry; a bad
 query gets its 400 and 4400), which the SDK does not retry: Daphne can refuse a handshake
 only with a 403, so the socket is accepted and the error answers the client's first
-message (or REFUSAL_WAIT_S of silence). The SDK sends its first event right after the
+message (or WS_REFUSAL_WAIT_S of silence). The SDK sends its first event right after the
 handshake; a socket already closed would fail that send with a bare close code, and the
 error event would never be read. Client events:
 ``response.create`` (the body of ``POST /v1/responses``, always streamed, plus the lane
@@ -55,9 +55,6 @@ UNAUTHORIZED_CLOSE = 3000
 BAD_REQUEST_CLOSE = 4400
 SESSION_PATTERN = re.compile(r"^[A-Za-z0-9_.:-]{1,128}$")
 STREAM_ID_MAX = 64
-# How long a socket refused at the handshake waits for the client's first message before it
-# sends its error and closes anyway (a client that only listens).
-REFUSAL_WAIT_S = 5.0
 
 
 class ResponsesSocket(AsyncWebsocketConsumer):
@@ -78,7 +75,7 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             session, seen = _query(self.scope["query_string"].decode("latin-1"))
         except APIError as error:
             self.refusal = error
-            self.refusal_timer = asyncio.create_task(self._refuse(after_s=REFUSAL_WAIT_S))
+            self.refusal_timer = asyncio.create_task(self._refuse(after_s=settings.WS_REFUSAL_WAIT_S))
             return
         self.socket_id = uuid.uuid4().hex
         self.session = session or self.socket_id

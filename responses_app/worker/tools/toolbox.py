@@ -20,6 +20,7 @@ from responses_app.harmony.file_search import file_citations
 from responses_app.harmony.messages import BROWSER_NAMESPACE, PYTHON_RECIPIENT
 from responses_app.models import Response
 from responses_app.stream.builder import EventBuilder
+from responses_app.vector_stores.search_options import FileSearchTool
 from responses_app.wire.tool_types import WEB_SEARCH_TYPES
 from responses_app.worker.tools import tools_app_adapter
 from responses_app.worker.tools.base import SERVER_CALL_TYPES, Waiter
@@ -37,7 +38,8 @@ class Toolbox:
         tools = [] if request.tool_choice == "none" else request.tools
         self.code_interpreter = next((tool for tool in tools if tool["type"] == "code_interpreter"), None)
         self.web_search = next((tool for tool in tools if tool["type"] in WEB_SEARCH_TYPES), None)
-        self.file_search = next((tool for tool in tools if tool["type"] == "file_search"), None)
+        self.file_search = next((FileSearchTool.from_stored(tool) for tool in tools if tool["type"] == "file_search"),
+                                None)
         self.mcp_servers = {tool["server_label"]: tool for tool in tools if tool["type"] == "mcp"}
         self.max_tool_calls = request.max_tool_calls
         # A continued response: the calls its lost worker ran count, and the call item it

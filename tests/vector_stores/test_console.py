@@ -32,7 +32,7 @@ from responses_app.vector_stores.requests import parse_file_create, parse_vector
 from responses_app.vector_stores.search import search
 from responses_app.vector_stores.search_options import Ranking
 from responses_app.vector_stores.store import attach_file, create_vector_store
-from tests.admin.conftest import make_viewer
+from tests.operators import make_viewer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]
 

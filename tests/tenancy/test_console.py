@@ -49,6 +49,7 @@ def test_adding_a_key_shows_its_plaintext_once_on_the_add_response_and_nowhere_e
 
     reply = staff_client.post(ADD_URL, {
         "tenant": tenant.pk, "name": "ci reader", "scope": ApiKeyScope.READ_ONLY, "event_names": "open_responses",
+        "reasoning_fields": "both",
         "expires_at_0": expires.strftime("%Y-%m-%d"), "expires_at_1": expires.strftime("%H:%M:%S"),
     })
 
@@ -81,6 +82,7 @@ def test_a_new_key_cannot_expire_in_the_past(staff_client):
     past = timezone.now() - timedelta(days=1)
     reply = staff_client.post(ADD_URL, {
         "tenant": tenant.pk, "name": "", "scope": ApiKeyScope.READ_WRITE, "event_names": "openai",
+        "reasoning_fields": "both",
         "expires_at_0": past.strftime("%Y-%m-%d"), "expires_at_1": past.strftime("%H:%M:%S"),
     })
     assert reply.status_code == 200
@@ -96,11 +98,11 @@ def test_the_change_page_edits_name_expiry_and_event_names_but_not_tenant_or_sco
     reply = staff_client.post(f"/admin/responses_app/apikey/{key.pk}/change/", {
         "name": "new name", "expires_at_0": expires.strftime("%Y-%m-%d"),
         "expires_at_1": expires.strftime("%H:%M:%S"), "tenant": other.pk, "scope": ApiKeyScope.READ_ONLY,
-        "event_names": "open_responses",
+        "event_names": "open_responses", "reasoning_fields": "reasoning_content",
     })
     assert reply.status_code == 302
     key.refresh_from_db()
-    assert (key.name, key.event_names) == ("new name", "open_responses")
+    assert (key.name, key.event_names, key.reasoning_fields) == ("new name", "open_responses", "reasoning_content")
     assert abs(key.expires_at - expires) < timedelta(seconds=1)
     assert (key.tenant.name, key.scope) == ("grace", ApiKeyScope.READ_WRITE)
 

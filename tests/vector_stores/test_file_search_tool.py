@@ -126,7 +126,7 @@ def test_a_bad_call_or_a_store_deleted_since_the_create_is_a_failed_search_the_m
 
     other = carol.vector_stores.create(name="gone")
     held = []  # the background response's task, held until the store is gone
-    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=None: held.append(
+    monkeypatch.setattr(task_queue, "send", lambda response, task_id, priority=None, **_: held.append(
         (response, task_id, priority)))
     waiting = carol.responses.create(model="echo", input=script(search_call("leave"), final("{tool_output}")),
                                      tools=[{"type": "file_search", "vector_store_ids": [other.id]}],
