@@ -58,7 +58,7 @@ def order_param(query: QueryDict, default: str = "desc") -> str:
     order = query.get("order", default)
     if order not in ("asc", "desc"):
         raise InvalidRequest(f"Invalid value for 'order': {order!r}; expected 'asc' or 'desc'.", param="order")
-    return order
+    return str(order)
 
 
 def known_query(query: QueryDict, names: tuple[str, ...]) -> None:
@@ -72,7 +72,7 @@ def include_param(query: QueryDict, *others: str) -> list[str]:
     """``include[]=`` (or ``include=``) values, each one this server supports; any query
     parameter but those and ``others`` (the endpoint reads them itself) is a 400."""
     known_query(query, ("include", "include[]", *others))
-    values = query.getlist("include[]") + query.getlist("include")
+    values: list[str] = query.getlist("include[]") + query.getlist("include")
     for value in values:
         if value not in SUPPORTED_INCLUDE_VALUES:
             raise InvalidRequest(f"include value {value!r} is not supported by this server yet.", param="include")

@@ -1,9 +1,11 @@
 """GET, POST (update) and DELETE of one of the caller's objects by the id in its path: the
 view of every resource with those three operations (webhook endpoints, conversations,
-scheduled responses, vector stores). A subclass names its path parameter and the ``object``
-of a delete's answer, and says how its store reads, updates and deletes one (each on a
-database thread, for the caller's tenant, returning the object as the wire shows it); its
-operations in the OpenAPI document are its ``extend_schema_view``."""
+scheduled responses, vector stores, stored chat completions, prompts). A subclass names its
+path parameter and the ``object`` of a delete's answer, and says how its store reads,
+updates and deletes one (each on a database thread, for the caller's tenant, returning the
+object as the wire shows it); its operations in the OpenAPI document are its
+``extend_schema_view``. One whose GET reads a query (a prompt's ``version``) writes its own
+``get``."""
 
 from __future__ import annotations
 

@@ -1,7 +1,6 @@
 """A tenant's prompts, each a series of immutable versions: create (version 1), add a
-version, retrieve (the latest or a given version), list, list versions, delete. Bodies are
-validated here with OpenAI's 400s; another tenant's prompt is a 404 like one that never
-existed."""
+version, retrieve (the latest or a given version), list, list versions, delete. Bodies come
+parsed (requests.py); another tenant's prompt is a 404 like one that never existed."""
 
 from __future__ import annotations
 
@@ -12,15 +11,10 @@ from django.db import IntegrityError, transaction
 from django.db.models import Max
 
 from responses_app.models import PromptVersion, Tenant
-from responses_app.prompts.templates import variables_of
+from responses_app.prompts.requests import PromptTemplate
 from responses_app.tenancy.quotas import check_object_count
-from responses_app.validation.input_items import parse_input
-from responses_app.wire.errors import InvalidRequest, NotFound, invalid_type
-from responses_app.wire.metadata import parse_metadata
+from responses_app.wire.errors import InvalidRequest, NotFound
 from responses_app.wire.objects import list_object
-from responses_app.wire.request_body import body_fields, json_object
-
-FIELDS = frozenset({"instructions", "input", "metadata"})
 
 
 def prompt_object(version: PromptVersion) -> dict[str, Any]:
@@ -29,15 +23,15 @@ def prompt_object(version: PromptVersion) -> dict[str, Any]:
             "metadata": version.metadata, "created_at": int(version.created_at.timestamp())}
 
 
-def create_prompt(tenant: Tenant, body: Any) -> PromptVersion:
+def create_prompt(tenant: Tenant, template: PromptTemplate) -> PromptVersion:
     _check_room(tenant)
-    return PromptVersion.objects.create(tenant=tenant, version=1, **_template(body))
+    return PromptVersion.objects.create(tenant=tenant, version=1, **template.columns())
 
 
-def add_version(tenant: Tenant, prompt_id: str, body: Any) -> PromptVersion:
+def add_version(tenant: Tenant, prompt_id: str, template: PromptTemplate) -> PromptVersion:
     """The prompt's next version; versions are never changed, so a response that named one
     reads the same prompt later."""
-    fields = _template(body)
+    fields = template.columns()
     _check_room(tenant)
     for _ in range(3):  # two concurrent versions of one prompt: the unique constraint picks one, the other retries
         latest = _versions(tenant, prompt_id).aggregate(latest=Max("version"))["latest"]
@@ -108,22 +102,3 @@ def _versions(tenant: Tenant, prompt_id: str):
 
 def _not_found(prompt_id: str, param: str = "prompt_id") -> NotFound:
     return NotFound(f"Prompt with id '{prompt_id}' not found.", param=param)
-
-
-def _template(body: Any) -> dict[str, Any]:
-    body = json_object(body)
-    fields = body_fields(body, FIELDS)
-    instructions = fields.get("instructions") or ""
-    if not isinstance(instructions, str):
-        raise invalid_type("instructions", "a string", instructions)
-    items = parse_input(fields.get("input"))
-    for index, item in enumerate(items):
-        if item.get("type") != "message":
-            raise InvalidRequest(f"A prompt's input holds messages, not '{item.get('type')}' items.",
-                                 param=f"input[{index}].type")
-        item.pop("id", None)  # each response that uses the prompt gets its own items
-    if not instructions and not items:
-        raise InvalidRequest("A prompt needs 'instructions' or 'input'.", param="instructions",
-                             code="missing_required_parameter")
-    return {"instructions": instructions, "input": items, "variables": variables_of(instructions, items),
-            "metadata": parse_metadata(fields.get("metadata"))}

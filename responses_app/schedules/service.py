@@ -18,17 +18,13 @@ from django.db.models import QuerySet
 from responses_app.lib.keyset import created_at_page
 from responses_app.models import Response, RunStatus, ScheduledResponse, ScheduledRun, Tenant
 from responses_app.models.schedules import new_schedule_id
-from responses_app.schedules.beat_entries import next_run_at, parse_schedule, save_periodic_task
+from responses_app.schedules.beat_entries import next_run_at, save_periodic_task
+from responses_app.schedules.requests import ScheduleFields
 from responses_app.schedules.runs import run_request
 from responses_app.selectors import render_response
 from responses_app.tenancy.quotas import check_object_count
-from responses_app.wire.errors import InvalidRequest, NotFound, invalid_type, or_not_found
+from responses_app.wire.errors import InvalidRequest, NotFound, or_not_found
 from responses_app.wire.objects import list_object
-from responses_app.wire.request_body import body_fields
-
-MAX_NAME = 256
-FIELDS = ("name", "schedule", "request", "enabled")
-REQUIRED = ("name", "schedule", "request")
 
 
 def schedule_object(schedule: ScheduledResponse) -> dict[str, Any]:
@@ -89,11 +85,10 @@ def runs_page(tenant: Tenant, schedule_id: str, *, after: str | None, limit: int
     return list_object(data, more)
 
 
-def create_schedule(tenant: Tenant, body: Any) -> ScheduledResponse:
+def create_schedule(tenant: Tenant, fields: ScheduleFields) -> ScheduledResponse:
     check_object_count(ScheduledResponse.objects.filter(tenant=tenant), settings.TENANT_MAX_SCHEDULES,
                        "schedules", "TENANT_MAX_SCHEDULES")
-    fields = _fields(body, required=True)
-    schedule = ScheduledResponse(tenant=tenant, id=new_schedule_id(), **fields)
+    schedule = ScheduledResponse(tenant=tenant, id=new_schedule_id(), **fields.columns())
     run_request(schedule.pk, schedule.request)
     with transaction.atomic():
         schedule.periodic_task = save_periodic_task(None, schedule.pk, schedule.schedule, schedule.enabled)
@@ -101,12 +96,11 @@ def create_schedule(tenant: Tenant, body: Any) -> ScheduledResponse:
     return schedule
 
 
-def update_schedule(tenant: Tenant, schedule_id: str, body: Any) -> ScheduledResponse:
-    fields = _fields(body, required=False)
+def update_schedule(tenant: Tenant, schedule_id: str, fields: ScheduleFields) -> ScheduledResponse:
     with transaction.atomic():
         schedule = get_schedule(tenant, schedule_id)
-        schedule_changed = "schedule" in fields and fields["schedule"] != schedule.schedule
-        for name, value in fields.items():
+        schedule_changed = fields.schedule is not None and fields.schedule != schedule.schedule
+        for name, value in fields.columns().items():
             setattr(schedule, name, value)
         run_request(schedule.pk, schedule.request)
         if schedule_changed or schedule.periodic_task is None:
@@ -138,18 +132,3 @@ def delete_schedule(tenant: Tenant, schedule_id: str) -> None:
         schedule.delete()
         if task is not None:
             task.delete()
-
-
-def _fields(body: Any, *, required: bool) -> dict[str, Any]:
-    fields = body_fields(body, FIELDS, required=REQUIRED if required else ())
-    if "name" in fields and (not isinstance(fields["name"], str) or not fields["name"].strip()
-                             or len(fields["name"]) > MAX_NAME):
-        raise invalid_type("name", f"a non-empty string of at most {MAX_NAME} characters", fields["name"])
-    if "schedule" in fields:
-        fields["schedule"] = parse_schedule(fields["schedule"])
-    if "request" in fields and not isinstance(fields["request"], dict):
-        raise invalid_type("request", "an object (the body of a POST /v1/responses)", fields["request"])
-    if "enabled" in fields and not isinstance(fields["enabled"], bool):
-        raise invalid_type("enabled", "a boolean", fields["enabled"])
-    return fields
-

@@ -15,6 +15,7 @@ from responses_app.http.resource import TenantObjectView
 from responses_app.lib.asyncdb import db
 from responses_app.models import Tenant
 from responses_app.schedules import openapi, service
+from responses_app.schedules.requests import parse_schedule_fields
 
 
 class ScheduledResponsesView(ApiView):
@@ -22,7 +23,8 @@ class ScheduledResponsesView(ApiView):
 
     @openapi.SCHEDULE_CREATE
     async def post(self, request: Request) -> HttpResponseBase:
-        schedule = await db(service.create_schedule)(request.user.tenant, json_body(request))
+        fields = parse_schedule_fields(json_body(request), required=True)
+        schedule = await db(service.create_schedule)(request.user.tenant, fields)
         return JsonResponse(await db(service.schedule_object)(schedule))
 
     @openapi.SCHEDULE_LIST
@@ -42,7 +44,8 @@ class ScheduledResponseView(TenantObjectView):
         return service.schedule_object(service.get_schedule(tenant, object_id))
 
     def update(self, tenant: Tenant, object_id: str, body: Any) -> dict[str, Any]:
-        return service.schedule_object(service.update_schedule(tenant, object_id, body))
+        schedule = service.update_schedule(tenant, object_id, parse_schedule_fields(body, required=False))
+        return service.schedule_object(schedule)
 
     def destroy(self, tenant: Tenant, object_id: str) -> None:
         service.delete_schedule(tenant, object_id)

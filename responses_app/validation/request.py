@@ -8,7 +8,7 @@ from typing import Any
 from responses_app.models.response_params import ResponseParams
 
 
-@dataclass
+@dataclass(frozen=True)
 class CreateRequest:
     """A validated create request. ``params`` is what the Response row stores (to_stored) and echoes."""
 

@@ -15,6 +15,7 @@ from responses_app.lib.asyncdb import db
 from responses_app.models import Tenant
 from responses_app.webhooks import endpoints, openapi
 from responses_app.webhooks.outbox import EVENT_TYPES
+from responses_app.webhooks.requests import parse_endpoint_fields, parse_keep_old_secret, parse_test_event_type
 
 
 class WebhookEndpointsView(ApiView):
@@ -22,7 +23,8 @@ class WebhookEndpointsView(ApiView):
 
     @openapi.WEBHOOK_CREATE
     async def post(self, request: Request) -> HttpResponseBase:
-        endpoint = await db(endpoints.create_endpoint)(request.user.tenant, json_body(request))
+        fields = parse_endpoint_fields(json_body(request), required=True)
+        endpoint = await db(endpoints.create_endpoint)(request.user.tenant, fields)
         return JsonResponse(endpoints.endpoint_object(endpoint, with_secret=True))
 
     @openapi.WEBHOOK_LIST
@@ -42,7 +44,8 @@ class WebhookEndpointView(TenantObjectView):
         return endpoints.endpoint_object(endpoints.get_endpoint(tenant, object_id))
 
     def update(self, tenant: Tenant, object_id: str, body: Any) -> dict[str, Any]:
-        return endpoints.endpoint_object(endpoints.update_endpoint(tenant, object_id, body))
+        endpoint = endpoints.update_endpoint(tenant, object_id, parse_endpoint_fields(body, required=False))
+        return endpoints.endpoint_object(endpoint)
 
     def destroy(self, tenant: Tenant, object_id: str) -> None:
         endpoints.delete_endpoint(tenant, object_id)
@@ -53,7 +56,8 @@ class WebhookRotateSecretView(ApiView):
 
     @openapi.WEBHOOK_ROTATE_SECRET
     async def post(self, request: Request, webhook_endpoint_id: str) -> HttpResponseBase:
-        endpoint = await db(endpoints.rotate_secret)(request.user.tenant, webhook_endpoint_id, json_body(request))
+        keep = parse_keep_old_secret(json_body(request))
+        endpoint = await db(endpoints.rotate_secret)(request.user.tenant, webhook_endpoint_id, keep)
         return JsonResponse(endpoints.endpoint_object(endpoint, with_secret=True))
 
 
@@ -62,7 +66,8 @@ class WebhookTestView(ApiView):
 
     @openapi.WEBHOOK_TEST
     async def post(self, request: Request, webhook_endpoint_id: str) -> HttpResponseBase:
-        result = await endpoints.send_test(request.user.tenant, webhook_endpoint_id, json_body(request))
+        event_type = parse_test_event_type(json_body(request))
+        result = await endpoints.send_test(request.user.tenant, webhook_endpoint_id, event_type)
         return JsonResponse(result)
 
 

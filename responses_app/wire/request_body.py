@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection
 from typing import Any, TypeGuard
 
@@ -35,6 +36,13 @@ def body_fields(body: Any, names: Collection[str], required: Collection[str] = (
             raise InvalidRequest(f"Missing required parameter: '{name}'.", param=name,
                                  code="missing_required_parameter")
     return {name: body[name] for name in names if body.get(name) is not None}
+
+
+def sent_fields(parsed: Any) -> dict[str, Any]:
+    """The fields of a parsed body (a dataclass whose None means "not sent") that were sent:
+    what an update changes."""
+    values = {field.name: getattr(parsed, field.name) for field in dataclasses.fields(parsed)}
+    return {name: value for name, value in values.items() if value is not None}
 
 
 # JSON's numbers as Python reads them: a bool is an int to Python, never to a client.

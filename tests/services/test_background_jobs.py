@@ -13,6 +13,7 @@ from django.utils import timezone
 from responses_app.dispatch import deferred, task_queue
 from responses_app.models import DeferredState, Response, RunStatus, ScheduledRun, Tenant
 from responses_app.schedules import runs, service
+from responses_app.schedules.requests import parse_schedule_fields
 from responses_app.services.create import create_response
 from responses_app.validation.create import parse_create_request
 from responses_app.webhooks.delivery import retry_delay
@@ -23,7 +24,8 @@ REQUEST = {"model": "echo", "input": "Digest"}
 
 
 def schedule_of(tenant: Tenant, schedule: dict) -> str:
-    return service.create_schedule(tenant, {"name": "s", "schedule": schedule, "request": REQUEST}).pk
+    body = {"name": "s", "schedule": schedule, "request": REQUEST}
+    return service.create_schedule(tenant, parse_schedule_fields(body, required=True)).pk
 
 
 def test_a_cron_tick_runs_once_whoever_fires_it(tenant, django_capture_on_commit_callbacks):

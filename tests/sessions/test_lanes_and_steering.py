@@ -4,6 +4,7 @@ exactly one of: a successor's input, pending for an explicit continuation, or fa
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -31,8 +32,7 @@ def sent(monkeypatch) -> list[str]:
 
 def on_lane(tenant: Tenant, stream_id: str = "a", session: str = SESSION, **body: Any) -> Response:
     request = parse_create_request({"model": "echo", "input": "Hi", "stream": True, **body})
-    request.socket_session, request.stream_id, request.socket_id = session, stream_id, "socket-1"
-    return create_response(tenant, request)
+    return create_response(tenant, replace(request, socket_session=session, stream_id=stream_id, socket_id="socket-1"))
 
 
 def steer(tenant: Tenant, response: Response, text: str, session: str = SESSION) -> ResponseSteer:

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from responses_app.conversations.requests import parse_conversation_create, parse_items_add
-from responses_app.prompts.store import _template
+from responses_app.prompts.requests import parse_template
 from responses_app.validation.create import parse_create_request
 from responses_app.validation.steer import parse_steer
 from responses_app.wire.errors import InvalidRequest
@@ -38,7 +38,7 @@ PLACES: dict[str, tuple[Callable[[list[Any]], list[dict[str, Any]]], str]] = {
     "conversations.items.create": (lambda items: parse_items_add({"items": items}), "items"),
     "response.steer": (lambda items: parse_steer({"type": "response.steer", "previous_response_id": "resp_1",
                                                   "input": items}).input_items, "input"),
-    "prompts.create": (lambda items: _template({"input": items})["input"], "input"),
+    "prompts.create": (lambda items: parse_template({"input": items}).input, "input"),
 }
 
 

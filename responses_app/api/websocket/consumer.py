@@ -21,6 +21,7 @@ import asyncio
 import logging
 import re
 import uuid
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs
 
@@ -208,9 +209,9 @@ class ResponsesSocket(AsyncWebsocketConsumer):
             raise invalid_type("generate", "a boolean", generate)
         request = parse_create_request({**body, "stream": True})
         quotas.check_requests_per_minute(caller.tenant)
-        request.socket_session, request.stream_id, request.socket_id = self.session, stream_id, self.socket_id
-        request.socket_held_response, request.generate = self.held_response, generate
-        request.joins_lane = generate  # nothing runs: it neither waits for the lane nor holds it
+        request = replace(request, socket_session=self.session, stream_id=stream_id, socket_id=self.socket_id,
+                          socket_held_response=self.held_response, generate=generate,
+                          joins_lane=generate)  # nothing runs: it neither waits for the lane nor holds it
         return (create_response if generate else create_without_generating)(caller.tenant, request)
 
     async def _steer(self, event: dict[str, Any]) -> None:
