@@ -11,12 +11,16 @@ prefills the start of a call (harmony/continuations.forced_call_prefix).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 from responses_app.harmony import file_search
 from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.harmony.messages import BROWSER_NAMESPACE, FUNCTIONS_NAMESPACE, PYTHON_RECIPIENT
 from responses_app.wire.tool_types import WEB_SEARCH_TYPES
+
+if TYPE_CHECKING:  # harmony runs without Django: models/__init__ is not imported at run time
+    from responses_app.models.response_params import ToolChoice
 
 # Where a harmony header names its recipient: "<|channel|>commentary to=functions.f" or
 # "<|start|>assistant to=python".
@@ -27,11 +31,11 @@ class AllowedCalls:
     """The recipients that an ``allowed_tools`` tool choice lets the model call: whole
     ones (``functions.get_weather``, ``python``) and namespaces (``docs.``, ``browser.``)."""
 
-    def __init__(self, tool_choice: dict[str, Any]) -> None:
-        self.required = tool_choice["mode"] == "required"
+    def __init__(self, required: bool, tools: Iterable[dict[str, Any]]) -> None:
+        self.required = required
         self.recipients: set[str] = set()
         self.namespaces: set[str] = set()
-        for tool in tool_choice["tools"]:
+        for tool in tools:
             kind = tool["type"]
             if kind in ("function", "custom"):
                 self.recipients.add(f"{FUNCTIONS_NAMESPACE}.{tool['name']}")
@@ -51,11 +55,11 @@ class AllowedCalls:
                 self.recipients.add(file_search.RECIPIENT)
 
     @classmethod
-    def of(cls, tool_choice: Any) -> AllowedCalls | None:
+    def of(cls, tool_choice: ToolChoice) -> AllowedCalls | None:
         """None when the tool choice restricts nothing beyond what the prompt offers."""
-        if isinstance(tool_choice, dict) and tool_choice.get("type") == "allowed_tools":
-            return cls(tool_choice)
-        return None
+        if tool_choice.allowed is None:
+            return None
+        return cls(tool_choice.mode == "required", tool_choice.allowed)
 
     def allows(self, recipient: str) -> bool:
         namespace, dot, _ = recipient.partition(".")

@@ -4,6 +4,8 @@ forced tool call), and the tokens the assistant wrote as the prompt renders them
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from openai_harmony import Role
 
 from responses_app.harmony import file_search
@@ -21,6 +23,9 @@ from responses_app.harmony.messages import (
     tool_output_message,
 )
 from responses_app.wire.tool_types import WEB_SEARCH_TYPES
+
+if TYPE_CHECKING:  # harmony runs without Django: models/__init__ is not imported at run time
+    from responses_app.models.response_params import ToolChoice
 
 
 def tool_result_tokens(author: str, text: str, channel: str, loaded: tuple[dict, ...] = ()) -> list[int]:
@@ -98,7 +103,7 @@ def assistant_tokens(items: list[dict], continued: bool = False) -> tuple[int, i
     return output, reasoning, opened
 
 
-def forced_call_prefix(tool_choice: str | dict, tools: list[dict]) -> list[int]:
+def forced_call_prefix(tool_choice: ToolChoice, tools: list[dict]) -> list[int]:
     """The start of the assistant message that a forcing ``tool_choice`` prefills: harmony
     has no switch for it, so the header of the call is written for the model. ``required``
     with several tools leaves the recipient to the model. Empty when nothing is forced."""
@@ -121,19 +126,21 @@ def open_recipient(prefill: list[int]) -> str | None:
     return written if trigger and "<|message|>" not in text else None
 
 
-def _forced_header(tool_choice: str | dict, tools: list[dict]) -> str | None:
-    if isinstance(tool_choice, dict) and tool_choice.get("type") == "allowed_tools":
-        if tool_choice["mode"] != "required":
-            return None
-        tools = tool_choice["tools"]
-        tool_choice = "required"
-    if tool_choice == "required":
-        if len(tools) != 1:
-            return "<|channel|>commentary to="
-        tool = tools[0]
-        tool_choice = {"type": tool["type"], "name": tool.get("name"), "server_label": tool.get("server_label")}
-    if not isinstance(tool_choice, dict):
+def _forced_header(tool_choice: ToolChoice, tools: list[dict]) -> str | None:
+    if tool_choice.mode != "required":
         return None
+    named = tool_choice.named
+    if named is None:  # "required", or allowed_tools with mode "required": of the tools it names
+        choices = list(tool_choice.allowed) if tool_choice.allowed is not None else tools
+        if len(choices) != 1:
+            return "<|channel|>commentary to="
+        tool = choices[0]
+        named = {"type": tool["type"], "name": tool.get("name"), "server_label": tool.get("server_label")}
+    return _call_header(named)
+
+
+def _call_header(tool_choice: dict) -> str | None:
+    """The header of a call to the one tool ``tool_choice`` names."""
     kind = tool_choice.get("type")
     if kind == "namespace":
         return f"<|channel|>commentary to={tool_choice['name']}."

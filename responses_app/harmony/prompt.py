@@ -9,6 +9,7 @@ does the rest, including dropping the chain of thought of finished turns
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from openai_harmony import (
     Conversation,
@@ -35,6 +36,9 @@ from responses_app.harmony.messages import (
 )
 from responses_app.harmony.tool_search import is_deferred
 from responses_app.wire.tool_types import WEB_SEARCH_TYPES
+
+if TYPE_CHECKING:  # harmony runs without Django: models/__init__ is not imported at run time
+    from responses_app.models.response_params import ToolChoice
 
 # timeout; the model should know what the sandbox really allows.
 PYTHON_DESCRIPTION = (
@@ -65,7 +69,7 @@ class PromptRequest:
     reasoning_effort: str | None = None  # a key of HARMONY_EFFORT; None = medium
     verbosity: str | None = None  # "low" | "medium" | "high"; None = medium
     tools: list[dict] = field(default_factory=list)  # OpenAI function tools
-    tool_choice: str | dict = "auto"  # "none" => no tools are offered to the model
+    tool_choice: ToolChoice | None = None  # None: auto; mode "none": no tools are offered to the model
     conversation_date: str | None = None  # YYYY-MM-DD
     # mcp_list_tools items of the conversation (the latest per server_label wins): the tools
     # of each MCP server in ``tools``, offered as a harmony namespace named by its label.
@@ -105,7 +109,7 @@ def _system_message(request: PromptRequest) -> Message:
 def server_tool_namespaces(request: PromptRequest) -> list[ToolNamespaceConfig]:
     """Harmony namespaces of the tools the worker runs: python, browser, file_search and each
     MCP server."""
-    if request.tool_choice == "none":
+    if request.tool_choice is not None and request.tool_choice.mode == "none":
         return []
     namespaces: list[ToolNamespaceConfig] = []
     types = {tool.get("type") for tool in request.tools}
@@ -146,10 +150,11 @@ def _developer_message(request: PromptRequest) -> Message | None:
     return Message.from_role_and_content(Role.DEVELOPER, content)
 
 
-def offered_namespaces(tools: list[dict], tool_choice: str | dict) -> list[dict]:
+def offered_namespaces(tools: list[dict], tool_choice: ToolChoice | None) -> list[dict]:
     """The namespace tools the model is told about, each as a harmony namespace of its
     own beside ``functions`` (a call to one is ``to=<namespace>.<function>``)."""
-    if tool_choice == "none" or (isinstance(tool_choice, dict) and tool_choice.get("type") in FUNCTION_TOOL_TYPES):
+    if tool_choice is not None and (tool_choice.mode == "none" or (
+            tool_choice.named is not None and tool_choice.named["type"] in FUNCTION_TOOL_TYPES)):
         return []
     return [loaded for tool in tools if tool.get("type") == "namespace" and (loaded := _loaded_namespace(tool))]
 
@@ -163,7 +168,7 @@ def _loaded_namespace(namespace: dict) -> dict | None:
     return {**namespace, "tools": members} if members else None
 
 
-def offered_function_tools(tools: list[dict], tool_choice: str | dict) -> list[dict]:
+def offered_function_tools(tools: list[dict], tool_choice: ToolChoice | None) -> list[dict]:
     """The function tools the model is told about.
 
     Harmony cannot force a call, so a forced choice only narrows what is offered:
@@ -174,21 +179,23 @@ def offered_function_tools(tools: list[dict], tool_choice: str | dict) -> list[d
     """
     functions = [tool for tool in tools if tool.get("type", "function") in (*FUNCTION_TOOL_TYPES, SEARCH_TOOL)
                  and not is_deferred(tool)]
-    if tool_choice == "none":
+    if tool_choice is None:
+        return functions
+    if tool_choice.mode == "none":
         return []
-    if isinstance(tool_choice, dict):
-        allowed = _allowed_function_names(tool_choice)
+    if tool_choice.named is not None:
+        allowed = _named_function(tool_choice.named)
         if allowed is not None:
-            return [tool for tool in functions if function_name(tool) in allowed]
+            return [tool for tool in functions if function_name(tool) == allowed]
     return functions
 
 
-def _allowed_function_names(tool_choice: dict) -> set[str | None] | None:
-    choice_type = tool_choice.get("type")
-    if choice_type in ("function", "custom"):
-        return {tool_choice.get("name")}
-    if choice_type in CLIENT_TOOLS:
-        return {choice_type}
+def _named_function(named: dict) -> str | None:
+    """The function a forcing choice names (a client tool's is its type); None for another tool."""
+    if named["type"] in ("function", "custom"):
+        return str(named["name"])
+    if named["type"] in CLIENT_TOOLS:
+        return str(named["type"])
     return None
 
 

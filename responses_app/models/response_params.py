@@ -4,8 +4,8 @@ worker and the echoed response object read (``Response.params``).
 
 A row stores ``to_stored()``; ``from_stored`` reads any row back, those written before a
 field existed included: a key a row lacks takes the value the API documents for it (the
-value the response object echoes). Tools, a tool choice naming one, the output format's
-schema and context management entries stay the JSON objects the SDK sends: their kinds are
+value the response object echoes). Tools, the tools a tool choice names, a structured
+output's schema and context management entries stay the JSON objects the SDK sends: their kinds are
 checked by validation/tools.py and validation/create.py, and read by the tools' modules.
 """
 
@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 JsonObject = dict[str, Any]
-TEXT_FORMAT: JsonObject = {"type": "text"}
 
 
 @dataclass(frozen=True)
@@ -40,23 +39,82 @@ class Reasoning:
 
 
 @dataclass(frozen=True)
-class TextOptions:
-    """``text``: the output's format (text, json_object or json_schema with its schema) and
-    the verbosity said to the model."""
+class TextFormat:
+    """``text.format``: ``text``, ``json_object``, or ``json_schema`` with its name, schema,
+    strict flag and description (checked by validation/create.py)."""
 
-    format: JsonObject = field(default_factory=lambda: dict(TEXT_FORMAT))
+    type: str = "text"
+    name: str | None = None
+    schema: JsonObject | None = None
+    strict: bool = False
+    description: str | None = None
+
+    @property
+    def constrained(self) -> bool:
+        """Whether the answer is held to a format (structured outputs)."""
+        return self.type != "text"
+
+    @classmethod
+    def from_stored(cls, value: JsonObject | None) -> TextFormat:
+        value = value or {"type": "text"}
+        return cls(type=value["type"], name=value.get("name"), schema=value.get("schema"),
+                   strict=bool(value.get("strict")), description=value.get("description"))
+
+    def to_stored(self) -> JsonObject:
+        if self.type != "json_schema":
+            return {"type": self.type}
+        stored: JsonObject = {"type": self.type, "name": self.name, "schema": self.schema, "strict": self.strict}
+        if self.description is not None:
+            stored["description"] = self.description
+        return stored
+
+
+@dataclass(frozen=True)
+class TextOptions:
+    """``text``: the output's format and the verbosity said to the model."""
+
+    format: TextFormat = field(default_factory=TextFormat)
     verbosity: str | None = None
 
     @classmethod
     def from_stored(cls, value: JsonObject | None) -> TextOptions:
         value = value or {}
-        return cls(format=value.get("format") or dict(TEXT_FORMAT), verbosity=value.get("verbosity"))
+        return cls(format=TextFormat.from_stored(value.get("format")), verbosity=value.get("verbosity"))
 
     def to_stored(self) -> JsonObject:
-        stored: JsonObject = {"format": self.format}
+        stored: JsonObject = {"format": self.format.to_stored()}
         if self.verbosity is not None:
             stored["verbosity"] = self.verbosity
         return stored
+
+
+@dataclass(frozen=True)
+class ToolChoice:
+    """``tool_choice``, as validation/tools.py checked it against the tools:
+
+    - ``mode``: "auto", "none" or "required";
+    - ``named``: the one tool a choice forces (``{"type": "function", "name": ...}``, an MCP
+      server or one of its tools, a built-in tool by its type), with ``mode`` "required";
+    - ``allowed``: the tools of an ``allowed_tools`` choice (``mode`` "auto" or "required").
+    """
+
+    mode: str = "auto"
+    named: JsonObject | None = None
+    allowed: tuple[JsonObject, ...] | None = None
+
+    @classmethod
+    def from_stored(cls, value: str | JsonObject | None) -> ToolChoice:
+        if value is None or isinstance(value, str):
+            return cls(mode=value or "auto")
+        if value.get("type") == "allowed_tools":
+            return cls(mode=value["mode"], allowed=tuple(value["tools"]))
+        return cls(mode="required", named=value)
+
+    def to_stored(self) -> str | JsonObject:
+        """The JSON the request sent (as validation normalized it): what the response echoes."""
+        if self.allowed is not None:
+            return {"type": "allowed_tools", "mode": self.mode, "tools": list(self.allowed)}
+        return self.named if self.named is not None else self.mode
 
 
 @dataclass(frozen=True)
@@ -121,7 +179,7 @@ class ResponseParams:
     reasoning: Reasoning = field(default_factory=Reasoning)
     metadata: dict[str, str] = field(default_factory=dict)
     tools: list[JsonObject] = field(default_factory=list)
-    tool_choice: str | JsonObject = "auto"
+    tool_choice: ToolChoice = field(default_factory=ToolChoice)
     parallel_tool_calls: bool = True
     text: TextOptions = field(default_factory=TextOptions)
     truncation: str = "disabled"
@@ -152,7 +210,7 @@ class ResponseParams:
             reasoning=Reasoning.from_stored(stored.get("reasoning")),
             metadata=stored.get("metadata") or {},
             tools=stored.get("tools") or [],
-            tool_choice=stored.get("tool_choice") or "auto",
+            tool_choice=ToolChoice.from_stored(stored.get("tool_choice")),
             parallel_tool_calls=stored.get("parallel_tool_calls", True),
             text=TextOptions.from_stored(stored.get("text")),
             truncation=stored.get("truncation") or "disabled",
@@ -182,7 +240,7 @@ class ResponseParams:
             "reasoning": self.reasoning.to_stored(),
             "metadata": self.metadata,
             "tools": self.tools,
-            "tool_choice": self.tool_choice,
+            "tool_choice": self.tool_choice.to_stored(),
             "parallel_tool_calls": self.parallel_tool_calls,
             "text": self.text.to_stored(),
             "truncation": self.truncation,

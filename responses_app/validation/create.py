@@ -16,7 +16,7 @@ from typing import Any, cast
 from django.conf import settings
 from openai.types.responses.response_create_params import ResponseCreateParamsBase
 
-from responses_app.models.response_params import PromptReference, Reasoning, ResponseParams, TextOptions
+from responses_app.models.response_params import PromptReference, Reasoning, ResponseParams, TextFormat, TextOptions
 from responses_app.validation.input_items import parse_input
 from responses_app.validation.json_schema import check_json_schema
 from responses_app.validation.request import CreateRequest
@@ -306,22 +306,19 @@ def _text(value: Any, model: str) -> TextOptions:
                        verbosity=value.get("verbosity"))
 
 
-def _text_format(text_format: dict[str, Any], model: str) -> dict[str, Any]:
+def _text_format(text_format: dict[str, Any], model: str) -> TextFormat:
     kind = text_format["type"]
     if kind == "text":
-        return {"type": "text"}
+        return TextFormat()
     if settings.MODEL_REGISTRY[model]["engine"] != "vllm":
         raise InvalidRequest(f"The model '{model}' does not support structured outputs (text.format '{kind}').",
                              param="text.format.type")
     if kind == "json_object":
-        return {"type": "json_object"}
+        return TextFormat(type="json_object")
     name = checked_name(text_format["name"], "text.format.name")
     check_json_schema(text_format["schema"])
-    result = {"type": "json_schema", "name": name, "schema": text_format["schema"],
-              "strict": bool(text_format.get("strict"))}
-    if text_format.get("description") is not None:
-        result["description"] = text_format["description"]
-    return result
+    return TextFormat(type="json_schema", name=name, schema=text_format["schema"],
+                      strict=bool(text_format.get("strict")), description=text_format.get("description"))
 
 
 def _include(value: Any) -> list[str]:

@@ -10,13 +10,14 @@ server does not run are refused by name with a 400.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 from responses_app.files.requests import file_ids_field
 from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.harmony.tool_search import TOOL_NAME as SEARCH_TOOL
 from responses_app.harmony.tool_search import is_deferred, search_tool
 from responses_app.lib.ids import new_id
+from responses_app.models.response_params import ToolChoice
 from responses_app.validation.json_schema import check_grammar
 from responses_app.validation.mcp_tool import validate_mcp_tool
 from responses_app.vector_stores.search_options import FileSearchTool
@@ -252,24 +253,24 @@ def _file_search_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
 # --- tool_choice --------------------------------------------------------------------------------
 
 
-def validate_tool_choice(value: Any, tools: list[dict[str, Any]]) -> str | dict[str, Any]:
+def validate_tool_choice(value: Any, tools: list[dict[str, Any]]) -> ToolChoice:
     """``auto`` / ``none`` / ``required``, a named tool that must be among ``tools``, or
     ``allowed_tools``: the tools the model may call, each among ``tools``."""
     if value in ("auto", "none"):
-        return cast(str, value)
+        return ToolChoice(mode=value)
     if value == "required":
         if not tools:
             raise InvalidRequest("tool_choice 'required' needs at least one tool.", param="tool_choice")
-        return cast(str, value)
+        return ToolChoice(mode=value)
     if not isinstance(value, dict):
         raise InvalidRequest(f"Invalid value for 'tool_choice': {value!r}.", param="tool_choice",
                              code="invalid_value")
     if value.get("type") == "allowed_tools":
         return _allowed_tools(value, tools)
-    return _tool_reference(value, tools, "tool_choice")
+    return ToolChoice(mode="required", named=_tool_reference(value, tools, "tool_choice"))
 
 
-def _allowed_tools(value: dict[str, Any], tools: list[dict[str, Any]]) -> dict[str, Any]:
+def _allowed_tools(value: dict[str, Any], tools: list[dict[str, Any]]) -> ToolChoice:
     mode = value.get("mode")
     if mode not in ("auto", "required"):
         raise InvalidRequest(f"Invalid value for 'tool_choice.mode': {mode!r}; expected 'auto' or 'required'.",
@@ -283,7 +284,7 @@ def _allowed_tools(value: dict[str, Any], tools: list[dict[str, Any]]) -> dict[s
         if not isinstance(reference, dict):
             raise invalid_type(param, "an object", reference)
         allowed.append(_tool_reference(reference, tools, param, namespaces=True))
-    return {"type": "allowed_tools", "mode": mode, "tools": allowed}
+    return ToolChoice(mode=mode, allowed=tuple(allowed))
 
 
 def _tool_reference(value: dict[str, Any], tools: list[dict[str, Any]], param: str,

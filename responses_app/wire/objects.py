@@ -54,7 +54,7 @@ def response_object(
         "store": response.store,
         "temperature": params.temperature if params.temperature is not None else 1.0,
         "text": params.text.to_stored(),
-        "tool_choice": params.tool_choice,
+        "tool_choice": params.tool_choice.to_stored(),
         "tools": [public_tool(tool) for tool in params.tools],
         "top_logprobs": params.top_logprobs,
         "top_p": params.top_p if params.top_p is not None else 1.0,

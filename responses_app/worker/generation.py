@@ -243,7 +243,7 @@ class Generation:
                 continue  # the builder holds the item as its events gave it; a tool call takes its item over
             router.route(step)
         await router.start_call()
-        constrained = self.output_format["type"] != "text"
+        constrained = self.output_format.constrained
         # Structured outputs constrain the final answer only, so that reasoning stays free:
         # the first engine call stops where the final message begins, and a second one,
         # under the grammar, continues from there (vLLM's prefix cache holds the start).

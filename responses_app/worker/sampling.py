@@ -7,7 +7,7 @@ from typing import Any
 from responses_app.engines.base import SamplingParams
 from responses_app.harmony.encoding import stop_token_ids
 from responses_app.models import Response
-from responses_app.models.response_params import ResponseParams
+from responses_app.models.response_params import ResponseParams, TextFormat
 from responses_app.wire.request_body import LOGPROBS_INCLUDE
 
 
@@ -36,8 +36,8 @@ def sampling_params(response: Response) -> SamplingParams:
     )
 
 
-def format_constraint(output_format: dict[str, Any]) -> dict[str, Any]:
+def format_constraint(output_format: TextFormat) -> dict[str, Any]:
     """The engine's constraint for structured outputs (``text.format``)."""
-    if output_format["type"] == "json_schema":
-        return {"json_schema": output_format["schema"]}
+    if output_format.type == "json_schema":
+        return {"json_schema": output_format.schema}
     return {"json_object": True}

@@ -24,6 +24,7 @@ from responses_app.harmony.parser import ContentDelta, HarmonyOutputError, Messa
 from responses_app.harmony.prompt import summary_prompt
 from responses_app.lib.ids import new_id
 from responses_app.models import Response
+from responses_app.models.response_params import ToolChoice
 from responses_app.stream.builder import EventBuilder
 from responses_app.wire.usage import Usage
 from responses_app.worker.batch_writer import BatchWriter
@@ -105,7 +106,8 @@ class SideCalls:
         not stand for the context."""
         # As POST /responses/compact's turn: no tools, and the oldest items dropped should
         # the context and the request not fit the model together.
-        params = replace(self.response.params, tools=[], tool_choice="none", truncation="auto")
+        params = replace(self.response.params, tools=[], tool_choice=ToolChoice(mode="none"),
+                         truncation="auto")
         items = [*context, compaction.summary_request_item()]
         try:
             prompt, _ = fit_prompt(self.response.model, params, items, [], self.response.created_at.date())

@@ -11,6 +11,7 @@ from responses_app.harmony.continuations import forced_call_prefix
 from responses_app.harmony.encoding import get_encoding, special_token_id, stop_token_ids
 from responses_app.harmony.parser import MessageFinished, OutputParser
 from responses_app.harmony.prompt import PromptRequest, render_prompt
+from responses_app.models.response_params import ToolChoice
 
 WEATHER_TOOL = {
     "type": "function",
@@ -267,8 +268,9 @@ def test_after_a_call_the_next_segment_goes_on_from_its_own_start():
     assert output_text(collect(EchoEngine(), continued(prompt(*history), written))) == " Paris.<|return|>"
 
 
-def forced(tools: list[dict], tool_choice: str | dict, text: str = "Where do sea otters sleep?") -> str:
+def forced(tools: list[dict], sent: str | dict, text: str = "Where do sea otters sleep?") -> str:
     """What the echo engine writes after the call header a forcing tool_choice prefills."""
+    tool_choice = ToolChoice.from_stored(sent)
     request = PromptRequest(history=[user(text)], tools=tools, tool_choice=tool_choice)
     prefill = forced_call_prefix(tool_choice, tools)
     return get_encoding().decode(prefill) + output_text(collect(EchoEngine(), render_prompt(request) + prefill))

@@ -10,6 +10,7 @@ from responses_app.harmony import file_search
 from responses_app.harmony.continuations import forced_call_prefix, reopened_item_prefix
 from responses_app.harmony.encoding import get_encoding
 from responses_app.harmony.history import TOOL_ITEM_RENDERERS
+from responses_app.models.response_params import ToolChoice
 
 RESULTS = [{"file_id": "file-a", "filename": "leave.md", "score": 0.8, "text": "27 days of leave.", "attributes": {}},
            {"file_id": "file-b", "filename": "expenses.md", "score": 0.3, "text": "Second class.", "attributes": {}}]
@@ -57,7 +58,8 @@ def test_a_marker_cites_the_latest_search_that_has_that_result():
 
 def test_a_forced_or_continued_call_is_prefilled_with_its_header():
     encoding = get_encoding()
-    forced = encoding.decode(forced_call_prefix({"type": "file_search"}, [{"type": "file_search"}]))
+    forced_choice = ToolChoice(mode="required", named={"type": "file_search"})
+    forced = encoding.decode(forced_call_prefix(forced_choice, [{"type": "file_search"}]))
     assert forced == "<|channel|>analysis to=file_search.msearch <|constrain|>json<|message|>"
     reopened = encoding.decode(reopened_item_prefix({"type": "file_search_call", "queries": []}))
     assert reopened == " to=file_search.msearch<|channel|>analysis <|constrain|>json<|message|>"

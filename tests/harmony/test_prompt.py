@@ -10,6 +10,7 @@ import pytest
 from responses_app.harmony.encoding import get_encoding, special_token_id, stop_token_ids
 from responses_app.harmony.messages import PromptError
 from responses_app.harmony.prompt import VERBOSITY, PromptRequest, render_prompt
+from responses_app.models.response_params import ToolChoice
 
 WEATHER_TOOL = {
     "type": "function",
@@ -113,7 +114,7 @@ def test_a_namespace_tool_is_a_harmony_namespace_and_its_calls_are_addressed_to_
     assert "## agents\n\n// Helpers.\nnamespace agents {" in developer and "type spawn = " in developer
     assert "<|start|>assistant to=agents.spawn<|channel|>commentary" in text
     assert "<|start|>agents.spawn to=assistant<|channel|>commentary<|message|>ok<|end|>" in text
-    none = text_of(PromptRequest(history=[user("hi")], tools=[namespace], tool_choice="none"))
+    none = text_of(PromptRequest(history=[user("hi")], tools=[namespace], tool_choice=ToolChoice(mode="none")))
     assert "namespace agents" not in none
 
 
@@ -130,7 +131,7 @@ def test_instructions_and_function_tools_go_to_the_developer_message():
 
 
 def test_tool_choice_none_offers_no_tools():
-    text = text_of(PromptRequest(history=[user("hi")], tools=[WEATHER_TOOL], tool_choice="none"))
+    text = text_of(PromptRequest(history=[user("hi")], tools=[WEATHER_TOOL], tool_choice=ToolChoice(mode="none")))
     assert "get_weather" not in text
 
 
@@ -138,7 +139,8 @@ def test_forced_function_choice_offers_only_that_function():
     other = {**WEATHER_TOOL, "name": "get_time", "description": "Get the time"}
     text = text_of(
         PromptRequest(
-            history=[user("hi")], tools=[WEATHER_TOOL, other], tool_choice={"type": "function", "name": "get_time"}
+            history=[user("hi")], tools=[WEATHER_TOOL, other],
+            tool_choice=ToolChoice(mode="required", named={"type": "function", "name": "get_time"}),
         )
     )
     assert "type get_time" in text and "get_weather" not in text
@@ -148,7 +150,7 @@ def test_allowed_tools_keeps_every_tool_in_the_prompt():
     other = {**WEATHER_TOOL, "name": "get_time", "description": "Get the time"}
     tools = [WEATHER_TOOL, other, {"type": "code_interpreter", "container": {"type": "auto"}}]
     allowed = {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "get_time"}]}
-    restricted = text_of(PromptRequest(history=[user("hi")], tools=tools, tool_choice=allowed))
+    restricted = text_of(PromptRequest(history=[user("hi")], tools=tools, tool_choice=ToolChoice.from_stored(allowed)))
     assert restricted == text_of(PromptRequest(history=[user("hi")], tools=tools))
     assert "type get_weather" in restricted and "type get_time" in restricted and "namespace python" not in restricted
 
@@ -158,7 +160,8 @@ def test_client_tools_are_offered_as_functions_named_by_their_type():
     developer = text_of(PromptRequest(history=[user("hi")], tools=tools)).split("<|start|>developer", 1)[1]
     assert "type shell = (_: {\n// The commands, run in order.\ncommands: string[]," in developer
     assert "type local_shell = (_: {" in developer and "type apply_patch = (_: {" in developer
-    forced = text_of(PromptRequest(history=[user("hi")], tools=tools, tool_choice={"type": "apply_patch"}))
+    apply_patch = ToolChoice(mode="required", named={"type": "apply_patch"})
+    forced = text_of(PromptRequest(history=[user("hi")], tools=tools, tool_choice=apply_patch))
     assert "type apply_patch" in forced and "type shell" not in forced
 
 

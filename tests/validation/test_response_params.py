@@ -5,7 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from responses_app.models.response_params import PromptReference, Reasoning, ResponseParams, TextOptions
+from responses_app.models.response_params import (
+    PromptReference,
+    Reasoning,
+    ResponseParams,
+    TextFormat,
+    TextOptions,
+    ToolChoice,
+)
 from responses_app.validation.create import parse_create_request
 
 # A row as the code before ResponseParams stored it (validation/create.py at c5b0f22).
@@ -27,7 +34,7 @@ STORED_BEFORE_TYPES = {
 def test_a_row_stored_before_the_types_loads_into_them_and_is_stored_again_the_same():
     params = ResponseParams.from_stored(STORED_BEFORE_TYPES)
     assert params.reasoning == Reasoning(effort="low", summary="auto")
-    assert params.text == TextOptions(format={"type": "text"}, verbosity="low")
+    assert params.text == TextOptions(format=TextFormat(), verbosity="low")
     assert params.prompt == PromptReference(id="pmpt_1", version="2", variables={"city": "Oslo"})
     assert (params.max_output_tokens, params.temperature, params.top_logprobs, params.compaction_trigger) == (
         64, 0.2, 3, True)
@@ -38,9 +45,9 @@ def test_a_row_from_before_a_field_existed_reads_it_as_the_api_documents_it():
     params = ResponseParams.from_stored({"instructions": None, "tools": [], "metadata": {}})
     assert params == ResponseParams()
     assert (params.tool_choice, params.parallel_tool_calls, params.truncation, params.service_tier) == (
-        "auto", True, "disabled", "default")
+        ToolChoice(mode="auto"), True, "disabled", "default")
     assert (params.reasoning.summary, params.text.format, params.include, params.prompt) == (
-        None, {"type": "text"}, [], None)
+        None, TextFormat(type="text"), [], None)
 
 
 @pytest.mark.parametrize("body", [
@@ -52,3 +59,30 @@ def test_a_row_from_before_a_field_existed_reads_it_as_the_api_documents_it():
 def test_a_parsed_create_is_stored_and_read_back_unchanged(body):
     params = parse_create_request(body).params
     assert ResponseParams.from_stored(params.to_stored()) == params
+
+
+@pytest.mark.parametrize(("sent", "mode", "named", "allowed"), [
+    ("auto", "auto", None, None),
+    ("none", "none", None, None),
+    ("required", "required", None, None),
+    ({"type": "function", "name": "f"}, "required", {"type": "function", "name": "f"}, None),
+    ({"type": "mcp", "server_label": "docs"}, "required", {"type": "mcp", "server_label": "docs"}, None),
+    ({"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "f"}]},
+     "auto", None, ({"type": "function", "name": "f"},)),
+])
+def test_a_tool_choice_reads_as_its_mode_and_tools_and_is_stored_as_sent(sent, mode, named, allowed):
+    choice = ToolChoice.from_stored(sent)
+    assert (choice.mode, choice.named, choice.allowed) == (mode, named, allowed)
+    assert choice.to_stored() == sent
+
+
+@pytest.mark.parametrize("sent", [
+    {"type": "text"},
+    {"type": "json_object"},
+    {"type": "json_schema", "name": "city", "schema": {"type": "object"}, "strict": True},
+    {"type": "json_schema", "name": "city", "schema": {"type": "object"}, "strict": False, "description": "A city."},
+])
+def test_a_text_format_is_stored_as_validation_normalized_it(sent):
+    text_format = TextFormat.from_stored(sent)
+    assert text_format.constrained == (sent["type"] != "text")
+    assert text_format.to_stored() == sent

@@ -35,7 +35,7 @@ class Toolbox:
         self.flush = flush  # commit pending events, so clients see a tool start before it runs
         self.wait = wait
         request = response.params
-        tools = [] if request.tool_choice == "none" else request.tools
+        tools = [] if request.tool_choice.mode == "none" else request.tools
         self.code_interpreter = next((tool for tool in tools if tool["type"] == "code_interpreter"), None)
         self.web_search = next((tool for tool in tools if tool["type"] in WEB_SEARCH_TYPES), None)
         self.file_search = next((FileSearchTool.from_stored(tool) for tool in tools if tool["type"] == "file_search"),
