@@ -5,7 +5,7 @@ worker and the echoed response object read (``Response.params``).
 A row stores ``to_stored()``; ``from_stored`` reads any row back, those written before a
 field existed included: a key a row lacks takes the value the API documents for it (the
 value the response object echoes). Tools, the tools a tool choice names, a structured
-output's schema and context management entries stay the JSON objects the SDK sends: their kinds are
+output's schema stay the JSON objects the SDK sends: their kinds are
 checked by validation/tools.py and validation/create.py, and read by the tools' modules.
 """
 
@@ -118,6 +118,21 @@ class ToolChoice:
 
 
 @dataclass(frozen=True)
+class Compaction:
+    """A ``context_management`` entry, of the one type OpenAI defines (``compaction``):
+    compact the context once the prompt passes ``compact_threshold`` tokens (None: 80% of
+    the model's context; worker/generation.py)."""
+
+    compact_threshold: int | None = None
+
+    def to_stored(self) -> JsonObject:
+        stored: JsonObject = {"type": "compaction"}
+        if self.compact_threshold is not None:
+            stored["compact_threshold"] = self.compact_threshold
+        return stored
+
+
+@dataclass(frozen=True)
 class PromptReference:
     """``prompt``: a stored prompt's id, version (None: its latest) and variables."""
 
@@ -191,7 +206,7 @@ class ResponseParams:
     top_logprobs: int = 0
     include: list[str] = field(default_factory=list)
     client_metadata: dict[str, str] = field(default_factory=dict)
-    context_management: list[JsonObject] | None = None
+    context_management: tuple[Compaction, ...] = ()
     # Codex's inline compaction: the input ended with a compaction_trigger item.
     compaction_trigger: bool = False
     prompt: PromptReference | None = None
@@ -222,7 +237,8 @@ class ResponseParams:
             top_logprobs=stored.get("top_logprobs") or 0,
             include=stored.get("include") or [],
             client_metadata=stored.get("client_metadata") or {},
-            context_management=stored.get("context_management"),
+            context_management=tuple(Compaction(compact_threshold=entry.get("compact_threshold"))
+                                     for entry in stored.get("context_management") or ()),
             compaction_trigger=bool(stored.get("compaction_trigger")),
             prompt=PromptReference.from_stored(stored["prompt"]) if stored.get("prompt") else None,
             chat=ChatOptions.from_stored(stored.get("chat")),
@@ -252,7 +268,7 @@ class ResponseParams:
             "top_logprobs": self.top_logprobs,
             "include": self.include,
             "client_metadata": self.client_metadata,
-            "context_management": self.context_management,
+            "context_management": [entry.to_stored() for entry in self.context_management] or None,
         }
         if self.compaction_trigger:
             stored["compaction_trigger"] = True

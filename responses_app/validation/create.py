@@ -16,7 +16,14 @@ from typing import Any, cast
 from django.conf import settings
 from openai.types.responses.response_create_params import ResponseCreateParamsBase
 
-from responses_app.models.response_params import PromptReference, Reasoning, ResponseParams, TextFormat, TextOptions
+from responses_app.models.response_params import (
+    Compaction,
+    PromptReference,
+    Reasoning,
+    ResponseParams,
+    TextFormat,
+    TextOptions,
+)
 from responses_app.validation.input_items import parse_input
 from responses_app.validation.json_schema import check_json_schema
 from responses_app.validation.request import CreateRequest
@@ -274,17 +281,19 @@ def _reasoning(value: Any, model: dict[str, Any]) -> Reasoning:
     return Reasoning(effort=value.get("effort"), summary=summary, context=value.get("context"))
 
 
-def _context_management(value: Any) -> list[dict[str, Any]] | None:
+def _context_management(value: Any) -> tuple[Compaction, ...]:
     """``[{"type": "compaction", "compact_threshold": N}]``: compact the context once its
     prompt passes N tokens (worker/side_calls.py); the only type OpenAI defines."""
+    entries = []
     for index, entry in enumerate(value or []):
         if entry["type"] != "compaction":
             raise InvalidRequest(f"Invalid value for 'context_management[{index}].type': {entry['type']!r}. "
                                  "Supported values are: 'compaction'.", param=f"context_management[{index}].type",
                                  code="invalid_value")
         name = f"context_management[{index}].compact_threshold"
-        _optional_int({name: entry.get("compact_threshold")}, name, minimum=1)
-    return list(value) if value else None
+        entries.append(Compaction(compact_threshold=_optional_int({name: entry.get("compact_threshold")}, name,
+                                                                  minimum=1)))
+    return tuple(entries)
 
 
 def _client_metadata(value: Any) -> dict[str, str]:

@@ -103,10 +103,10 @@ def _compaction_due(response: Response, prompt_tokens: int, output: list[dict[st
     """context_management: the prompt has passed its compaction threshold (by default 80%
     of the model's context), and this response has not compacted it yet (a retry after a
     lost worker finds its compaction item in its output)."""
-    entries = [entry for entry in response.params.context_management or [] if entry["type"] == "compaction"]
+    entries = response.params.context_management
     if not entries or any(item["type"] == "compaction" for item in output):
         return False
-    threshold = entries[0].get("compact_threshold")
+    threshold = entries[0].compact_threshold
     if threshold is None:
         threshold = int(0.8 * (settings.MODEL_REGISTRY[response.model].get("max_model_len") or 0)) or None
     return threshold is not None and prompt_tokens > threshold
