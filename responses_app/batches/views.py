@@ -6,11 +6,12 @@ from django.http import HttpResponseBase, JsonResponse
 from rest_framework.request import Request
 
 from responses_app.batches import openapi, store
+from responses_app.batches.objects import batch_object
 from responses_app.batches.requests import parse_batch_create
 from responses_app.http.base import ApiView
 from responses_app.http.params import json_body, page_params
 from responses_app.lib.asyncdb import db
-from responses_app.wire.objects import batch_object, list_object
+from responses_app.wire.objects import list_object
 
 
 class BatchesView(ApiView):

@@ -15,6 +15,7 @@ from rest_framework.request import Request
 
 from responses_app.containers import openapi
 from responses_app.containers.files_in import copy_file_into_container, create_with_files
+from responses_app.containers.objects import container_file_object, container_object
 from responses_app.containers.requests import parse_container_create, upload_name
 from responses_app.http.base import ApiView
 from responses_app.http.file_download import attachment
@@ -22,7 +23,7 @@ from responses_app.http.params import json_body, page_params
 from responses_app.lib.asyncdb import db
 from responses_app.models import Tenant
 from responses_app.wire.errors import Conflict, InvalidRequest, NotFound, invalid_type
-from responses_app.wire.objects import container_file_object, container_object, list_object
+from responses_app.wire.objects import list_object
 from responses_app.wire.request_body import body_fields
 from tools_app import container_files, containers
 

@@ -6,6 +6,7 @@ from django.http import HttpRequest, HttpResponseBase, JsonResponse
 from rest_framework.request import Request
 
 from responses_app.files import openapi, store
+from responses_app.files.objects import file_object
 from responses_app.files.requests import upload_fields, upload_filename
 from responses_app.http.base import ApiView
 from responses_app.http.file_download import attachment
@@ -13,7 +14,7 @@ from responses_app.http.params import page_params
 from responses_app.lib.asyncdb import db
 from responses_app.models import StoredFile, Tenant
 from responses_app.wire.errors import InvalidRequest
-from responses_app.wire.objects import file_object, list_object
+from responses_app.wire.objects import list_object
 
 
 class FilesView(ApiView):

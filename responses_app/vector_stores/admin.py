@@ -29,8 +29,8 @@ from django.utils.html import format_html
 from responses_app.console_display import compact_json, pretty_json
 from responses_app.models import VectorStore, VectorStoreFile
 from responses_app.vector_stores import reingest
+from responses_app.vector_stores.objects import vector_store_object
 from responses_app.vector_stores.store import expires_at, is_expired
-from responses_app.wire.objects import vector_store_object
 
 FILES_SHOWN = 50
 FILE_STATUSES = ("in_progress", "completed", "failed", "cancelled")

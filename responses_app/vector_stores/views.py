@@ -15,6 +15,12 @@ from responses_app.http.resource import TenantObjectView
 from responses_app.lib.asyncdb import db
 from responses_app.models import Tenant, VectorStore, VectorStoreFileBatch
 from responses_app.vector_stores import openapi, store
+from responses_app.vector_stores.objects import (
+    file_batch_object,
+    search_result_object,
+    vector_store_file_object,
+    vector_store_object,
+)
 from responses_app.vector_stores.requests import (
     parse_file_batch_create,
     parse_file_create,
@@ -23,13 +29,7 @@ from responses_app.vector_stores.requests import (
     parse_vector_store_create,
     parse_vector_store_update,
 )
-from responses_app.wire.objects import (
-    file_batch_object,
-    list_object,
-    search_result_object,
-    vector_store_file_object,
-    vector_store_object,
-)
+from responses_app.wire.objects import list_object
 
 # The SDK's poll helpers (files.poll, file_batches.poll) wait this long between retrieves.
 POLL_AFTER = {"openai-poll-after-ms": "250"}
