@@ -4,9 +4,9 @@ worker and the echoed response object read (``Response.params``).
 
 A row stores ``to_stored()``; ``from_stored`` reads any row back, those written before a
 field existed included: a key a row lacks takes the value the API documents for it (the
-value the response object echoes). Tools, the tools a tool choice names, a structured
-output's schema stay the JSON objects the SDK sends: their kinds are
-checked by validation/tools.py and validation/create.py, and read by the tools' modules.
+value the response object echoes). Tools, the tools a tool choice names and a structured
+output's schema stay the JSON objects the SDK sends: their kinds are checked by
+validation/tools.py and validation/create.py, and read by the tools' modules.
 """
 
 from __future__ import annotations
