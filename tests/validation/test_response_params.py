@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from responses_app.models.response_params import (
+    Compaction,
     PromptReference,
     Reasoning,
     ResponseParams,
@@ -36,6 +37,8 @@ def test_a_row_stored_before_the_types_loads_into_them_and_is_stored_again_the_s
     assert params.reasoning == Reasoning(effort="low", summary="auto")
     assert params.text == TextOptions(format=TextFormat(), verbosity="low")
     assert params.prompt == PromptReference(id="pmpt_1", version="2", variables={"city": "Oslo"})
+    assert params.tool_choice == ToolChoice(mode="required", named={"type": "function", "name": "lookup"})
+    assert params.context_management == (Compaction(compact_threshold=1000),)
     assert (params.max_output_tokens, params.temperature, params.top_logprobs, params.compaction_trigger) == (
         64, 0.2, 3, True)
     assert params.to_stored() == STORED_BEFORE_TYPES
