@@ -338,7 +338,8 @@ def test_each_tenant_has_default_caps_on_schedules_and_webhook_endpoints(http, t
     WebhookEndpoint.objects.bulk_create(
         WebhookEndpoint(tenant=owner, name="n", url="https://example.com/hook", event_types=["response.completed"],
                         signing_secret="whsec_x") for _ in range(settings.TENANT_MAX_WEBHOOK_ENDPOINTS))
-    body = {"name": "one more", "url": "https://example.com/hook", "event_types": ["response.completed"]}
+    # A body that is valid (a public address: no name to resolve here), so that the cap is what refuses it.
+    body = {"name": "one more", "url": "https://8.8.8.8/hook", "event_types": ["response.completed"]}
     assert assert_openai_error(http.post("/webhook_endpoints", json=body), 400)["code"] == "object_limit_reached"
 
 
