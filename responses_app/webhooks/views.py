@@ -12,7 +12,7 @@ from responses_app.http.base import ApiView
 from responses_app.http.params import json_body, page_params
 from responses_app.http.resource import TenantObjectView
 from responses_app.lib.asyncdb import db
-from responses_app.models import Tenant
+from responses_app.models import Tenant, WebhookEndpoint
 from responses_app.webhooks import endpoints, openapi
 from responses_app.webhooks.outbox import EVENT_TYPES
 from responses_app.webhooks.requests import parse_endpoint_fields, parse_keep_old_secret, parse_test_event_type
@@ -23,8 +23,7 @@ class WebhookEndpointsView(ApiView):
 
     @openapi.WEBHOOK_CREATE
     async def post(self, request: Request) -> HttpResponseBase:
-        fields = parse_endpoint_fields(json_body(request), required=True)
-        endpoint = await db(endpoints.create_endpoint)(request.user.tenant, fields)
+        endpoint = await db(_create)(request.user.tenant, json_body(request))
         return JsonResponse(endpoints.endpoint_object(endpoint, with_secret=True))
 
     @openapi.WEBHOOK_LIST
@@ -32,6 +31,11 @@ class WebhookEndpointsView(ApiView):
         after, limit, _ = page_params(request.query_params)
         page = await db(endpoints.list_page)(request.user.tenant, after=after, limit=limit)
         return JsonResponse(page)
+
+
+def _create(tenant: Tenant, body: Any) -> WebhookEndpoint:
+    # In a request thread: the URL guard resolves the host, which blocks.
+    return endpoints.create_endpoint(tenant, parse_endpoint_fields(body, required=True))
 
 
 @extend_schema_view(get=openapi.WEBHOOK_RETRIEVE, post=openapi.WEBHOOK_UPDATE, delete=openapi.WEBHOOK_DELETE)
