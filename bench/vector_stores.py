@@ -166,7 +166,7 @@ def quality(tenant: Any) -> dict[str, Any]:
     only, and both fused (the default, hybrid)."""
     from responses_app.models import VectorStore
     from responses_app.vector_stores import ingest
-    from responses_app.vector_stores.search_options import Ranking
+    from responses_app.wire.search_options import Ranking
 
     documents, questions = handbook()
     store = new_store(tenant, "handbook")
@@ -228,7 +228,7 @@ def search_speed(tenant: Any, chunks: int, queries: int) -> dict[str, Any]:
     from responses_app.vector_stores import indexing
     from responses_app.vector_stores.analysis import terms
     from responses_app.vector_stores.search import search
-    from responses_app.vector_stores.search_options import Ranking
+    from responses_app.wire.search_options import Ranking
 
     rng = random.Random(13)
     vocabulary = [f"{rng.choice('bcdfghklmnprstvz')}{rng.choice('aeiou')}{rng.choice('bcdfghklmnprstvz')}"

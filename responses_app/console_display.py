@@ -21,7 +21,7 @@ from responses_app.harmony.client_tools import (
     call_arguments,
     output_text,
 )
-from responses_app.wire.objects import public_tool
+from responses_app.wire.tool_types import public_tool, tool_from_stored
 
 # Request parameters shown under "Sampling", in this order, when set (client_metadata: what
 # the client says about itself, such as Codex's session and turn ids).
@@ -76,7 +76,7 @@ def request_view(request: dict[str, Any]) -> dict[str, Any]:
         sampling.append((name, value if isinstance(value, str | int | float | bool) else compact_json(value)))
     tools = []
     for tool in request.get("tools") or []:
-        shown = public_tool(tool)  # an MCP tool's headers and token stay hidden here too
+        shown = public_tool(tool_from_stored(tool))  # an MCP tool's headers and token stay hidden here too
         tools.append({
             "type": shown.get("type", ""),
             "name": shown.get("name") or shown.get("server_label") or "",

@@ -18,9 +18,10 @@ from responses_app.models import (
     ResponseEvent,
     Tenant,
 )
+from responses_app.response_object import response_object
 from responses_app.tenancy.retention import unexpired
 from responses_app.wire.errors import InvalidRequest, or_not_found
-from responses_app.wire.objects import item_object, list_object, response_object
+from responses_app.wire.objects import item_object, list_object
 
 
 def get_response(tenant: Tenant, response_id: str) -> Response:

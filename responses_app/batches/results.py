@@ -20,7 +20,7 @@ from django.core.files import File
 from responses_app.batches.endpoints import result_body
 from responses_app.files import store as files
 from responses_app.models import Batch, BatchRequest, BatchRequestState, OutputItem, Response, StoredFile
-from responses_app.wire.objects import response_object
+from responses_app.response_object import response_object
 from responses_app.wire.request_body import LOGPROBS_INCLUDE
 
 CHUNK = 500

@@ -17,9 +17,9 @@ from django.core import signing
 from responses_app.engines.base import SUMMARY_REQUEST
 from responses_app.lib.ids import new_id
 from responses_app.models import Response, ResponseStatus
+from responses_app.response_object import compacted_object
 from responses_app.selectors import output_items
 from responses_app.wire.errors import CompactionFailed
-from responses_app.wire.objects import compacted_object
 
 SALT = "responses.compaction"
 SUMMARY_PREFIX = "Summary of the earlier conversation, written by you when it was compacted:\n"

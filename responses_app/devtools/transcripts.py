@@ -12,6 +12,7 @@ from responses_app.engines.base import SUMMARY_REQUEST
 from responses_app.harmony.continuations import tool_result_tokens
 from responses_app.harmony.encoding import get_encoding
 from responses_app.harmony.prompt import PromptRequest, render_prompt
+from responses_app.wire.tool_types import tools_from_stored
 
 SEED = 0
 
@@ -158,7 +159,7 @@ def prompt_ids(item: Transcript, turn_index: int, conversation_date: str) -> lis
         previous = item.turns[turn_index - 1]
         return [*prompt_ids(item, turn_index - 1, conversation_date), *completion_ids(previous),
                 *tool_result_tokens(author, text, "analysis")]
-    request = PromptRequest(history=history_until(item, turn_index), tools=list(item.tools),
+    request = PromptRequest(history=history_until(item, turn_index), tools=tools_from_stored(item.tools),
                             conversation_date=conversation_date, python_timeout_s=PYTHON_TIMEOUT_S)
     return render_prompt(request)
 

@@ -4,7 +4,8 @@ forced tool call), and the tokens the assistant wrote as the prompt renders them
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from openai_harmony import Role
 
@@ -17,23 +18,22 @@ from responses_app.harmony.messages import (
     FUNCTION_CALL_CONTENT_TYPE,
     FUNCTIONS_NAMESPACE,
     PYTHON_RECIPIENT,
-    function_name,
     joined_texts,
     loaded_tools_messages,
     tool_output_message,
 )
-from responses_app.wire.tool_types import WEB_SEARCH_TYPES
+from responses_app.wire.tool_types import WEB_SEARCH_TYPES, LoadedTool, Tool, tool_reference
 
 if TYPE_CHECKING:  # harmony runs without Django: models/__init__ is not imported at run time
     from responses_app.models.response_params import ToolChoice
 
 
-def tool_result_tokens(author: str, text: str, channel: str, loaded: tuple[dict, ...] = ()) -> list[int]:
+def tool_result_tokens(author: str, text: str, channel: str, loaded: Sequence[LoadedTool] = ()) -> list[int]:
     """A tool's message to the assistant (and the declaration of the tools a search
     loaded), then the header of the assistant's next message: what the tool loop appends
     to the prompt after the model's call."""
     encoding = get_encoding()
-    messages = [tool_output_message(author, text, channel), *loaded_tools_messages(list(loaded))]
+    messages = [tool_output_message(author, text, channel), *loaded_tools_messages(loaded)]
     return [token for message in messages for token in encoding.render(message)] + list(
         markup_tokens("<|start|>assistant"))
 
@@ -103,7 +103,7 @@ def assistant_tokens(items: list[dict], continued: bool = False) -> tuple[int, i
     return output, reasoning, opened
 
 
-def forced_call_prefix(tool_choice: ToolChoice, tools: list[dict]) -> list[int]:
+def forced_call_prefix(tool_choice: ToolChoice, tools: Sequence[Tool]) -> list[int]:
     """The start of the assistant message that a forcing ``tool_choice`` prefills: harmony
     has no switch for it, so the header of the call is written for the model. ``required``
     with several tools leaves the recipient to the model. Empty when nothing is forced."""
@@ -126,28 +126,28 @@ def open_recipient(prefill: list[int]) -> str | None:
     return written if trigger and "<|message|>" not in text else None
 
 
-def _forced_header(tool_choice: ToolChoice, tools: list[dict]) -> str | None:
+def _forced_header(tool_choice: ToolChoice, tools: Sequence[Tool]) -> str | None:
     if tool_choice.mode != "required":
         return None
     named = tool_choice.named
     if named is None:  # "required", or allowed_tools with mode "required": of the tools it names
-        choices = list(tool_choice.allowed) if tool_choice.allowed is not None else tools
+        choices = list(tool_choice.allowed) if tool_choice.allowed is not None else [tool_reference(tool)
+                                                                                     for tool in tools]
         if len(choices) != 1:
             return "<|channel|>commentary to="
-        tool = choices[0]
-        named = {"type": tool["type"], "name": tool.get("name"), "server_label": tool.get("server_label")}
+        named = choices[0]
     return _call_header(named)
 
 
-def _call_header(tool_choice: dict) -> str | None:
-    """The header of a call to the one tool ``tool_choice`` names."""
+def _call_header(tool_choice: dict[str, Any]) -> str | None:
+    """The header of a call to the one tool ``tool_choice`` names (as a tool choice names it)."""
     kind = tool_choice.get("type")
     if kind == "namespace":
         return f"<|channel|>commentary to={tool_choice['name']}."
     if kind == "custom":
         return f"<|channel|>commentary to={FUNCTIONS_NAMESPACE}.{tool_choice['name']}<|message|>"
     if kind in ("function", *CLIENT_TOOLS):
-        recipient = f"{FUNCTIONS_NAMESPACE}.{function_name(tool_choice)}"
+        recipient = f"{FUNCTIONS_NAMESPACE}.{tool_choice['name'] if kind == 'function' else kind}"
         return f"<|channel|>commentary to={recipient} {FUNCTION_CALL_CONTENT_TYPE}<|message|>"
     if kind == "mcp":
         if tool_choice.get("name"):

@@ -27,6 +27,7 @@ from responses_app.harmony.messages import (
     tool_call_message,
     tool_output_message,
 )
+from responses_app.wire.tool_types import loaded_tools_from_stored
 
 
 def history_messages(history: list[dict]) -> list[Message]:
@@ -231,13 +232,13 @@ def _tool_search_call(item: dict, approvals: dict[str, dict]) -> list[Message]:
 
 def _tool_search_output(item: dict, approvals: dict[str, dict]) -> list[Message]:
     """The search's answer, then the tools it loaded, declared to the model from here on."""
-    tools = item.get("tools") or []
+    tools = loaded_tools_from_stored(item.get("tools"))
     return [tool_output_message(f"{FUNCTIONS_NAMESPACE}.{SEARCH_TOOL}", tool_search.output_text(tools), "commentary"),
             *loaded_tools_messages(tools)]
 
 
 def _additional_tools(item: dict, approvals: dict[str, dict]) -> list[Message]:
-    return loaded_tools_messages(item.get("tools") or [])
+    return loaded_tools_messages(loaded_tools_from_stored(item.get("tools")))
 
 
 ToolItemRenderer = Callable[[dict, dict[str, dict]], list[Message]]

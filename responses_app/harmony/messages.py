@@ -3,15 +3,24 @@ it, a tool's call and its output as messages, and the text of a content part."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from openai_harmony import Author, DeveloperContent, Message, Role, ToolDescription, ToolNamespaceConfig
 
 from responses_app.harmony import tool_search
 from responses_app.harmony.client_tools import CLIENT_TOOLS
+from responses_app.wire.tool_types import (
+    ClientSideTool,
+    CustomTool,
+    FunctionTool,
+    LoadedTool,
+    NamespaceTool,
+    ToolSearchTool,
+)
 
 FUNCTIONS_NAMESPACE = "functions"
 PYTHON_RECIPIENT = "python"
 BROWSER_NAMESPACE = "browser"
-# Harmony's stock python description says internet access is "UNKNOWN" and gives a fixed
 # The tools the model calls in harmony's "functions" namespace.
 FUNCTION_TOOL_TYPES = ("function", "custom", *CLIENT_TOOLS)
 # The tool search the model calls as a function of this name (harmony/tool_search.py).
@@ -28,35 +37,26 @@ class PromptError(ValueError):
     """The request cannot be expressed as a harmony conversation."""
 
 
-def function_name(tool: dict) -> str | None:
-    """The name the model calls a tool of ``functions`` by: a client tool's (and tool
-    search's) is its type."""
-    return tool["type"] if tool.get("type") in (*CLIENT_TOOLS, SEARCH_TOOL) else tool.get("name")
-
-
-def tool_description(tool: dict) -> ToolDescription:
-    client_tool = CLIENT_TOOLS.get(tool.get("type") or "")
-    if client_tool is not None:
+def tool_description(tool: FunctionTool | CustomTool | ClientSideTool | ToolSearchTool) -> ToolDescription:
+    """A tool the model calls in ``functions``, as harmony declares it."""
+    if isinstance(tool, ClientSideTool):
+        client_tool = CLIENT_TOOLS[tool.type]
         return ToolDescription.new(client_tool.tool_type, client_tool.description, client_tool.parameters)
-    if tool.get("type") == SEARCH_TOOL:
-        return ToolDescription.new(SEARCH_TOOL, tool.get("description") or tool_search.DEFAULT_DESCRIPTION,
-                                   tool.get("parameters") or tool_search.DEFAULT_PARAMETERS)
-    name = tool.get("name")
-    if not name:
-        raise PromptError("A function tool needs a name.")
-    if tool.get("type") == "custom":
-        return ToolDescription.new(name, custom_tool_description(tool), None)
-    return ToolDescription.new(name, tool.get("description") or "", tool.get("parameters"))
+    if isinstance(tool, ToolSearchTool):
+        return ToolDescription.new(SEARCH_TOOL, tool.description or tool_search.DEFAULT_DESCRIPTION,
+                                   tool.parameters or tool_search.DEFAULT_PARAMETERS)
+    if isinstance(tool, CustomTool):
+        return ToolDescription.new(tool.name, custom_tool_description(tool), None)
+    return ToolDescription.new(tool.name, tool.description or "", tool.parameters)
 
 
-def custom_tool_description(tool: dict) -> str:
+def custom_tool_description(tool: CustomTool) -> str:
     """A custom tool takes free text, not JSON: its description says so (and gives its
     grammar, which the engine also enforces on the call)."""
-    tool_format = tool.get("format") or {}
     note = "Call it with plain text as its whole input, not JSON."
-    if tool_format.get("type") == "grammar":
-        note += f" The input must match this {tool_format['syntax']} grammar:\n{tool_format['definition']}"
-    return "\n".join(filter(None, [tool.get("description"), note]))
+    if tool.grammar is not None:
+        note += f" The input must match this {tool.grammar.syntax} grammar:\n{tool.grammar.definition}"
+    return "\n".join(filter(None, [tool.description, note]))
 
 
 def tool_call_message(recipient: str, arguments: str, channel: str, content_type: str) -> Message:
@@ -69,21 +69,25 @@ def tool_output_message(tool: str, text: str, channel: str) -> Message:
         "assistant")
 
 
-def loaded_tools_messages(tools: list[dict]) -> list[Message]:
+def loaded_tools_messages(tools: Sequence[LoadedTool]) -> list[Message]:
     """A developer message that declares the tools a search loaded, or an additional_tools
     item added (none when there are none)."""
-    functions = [tool_description(tool) for tool in tools if tool.get("type") in ("function", "custom")]
-    namespaces = [tool for tool in tools if tool.get("type") == "namespace"]
+    functions = [tool_description(tool) for tool in tools if isinstance(tool, (FunctionTool, CustomTool))]
+    namespaces = [tool for tool in tools if isinstance(tool, NamespaceTool)]
     if not functions and not namespaces:
         return []
     content = DeveloperContent.new()
     if functions:
         content = content.with_function_tools(functions)
     for namespace in namespaces:
-        content = content.with_tools(ToolNamespaceConfig(
-            name=namespace["name"], description=namespace.get("description") or "",
-            tools=[tool_description(member) for member in namespace["tools"]]))
+        content = content.with_tools(namespace_config(namespace))
     return [Message.from_role_and_content(Role.DEVELOPER, content)]
+
+
+def namespace_config(namespace: NamespaceTool) -> ToolNamespaceConfig:
+    """A namespace tool as a harmony namespace of its own beside ``functions``."""
+    return ToolNamespaceConfig(name=namespace.name, description=namespace.description,
+                               tools=[tool_description(member) for member in namespace.tools])
 
 
 def content_text(content: object) -> str:

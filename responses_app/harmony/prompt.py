@@ -8,7 +8,8 @@ does the rest, including dropping the chain of thought of finished turns
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from openai_harmony import (
@@ -29,17 +30,26 @@ from responses_app.harmony.history import history_messages
 from responses_app.harmony.messages import (
     FUNCTION_TOOL_TYPES,
     PYTHON_RECIPIENT,
-    SEARCH_TOOL,
     PromptError,
-    function_name,
+    namespace_config,
     tool_description,
 )
-from responses_app.harmony.tool_search import is_deferred
-from responses_app.wire.tool_types import WEB_SEARCH_TYPES
+from responses_app.wire.tool_types import (
+    WEB_SEARCH_TYPES,
+    ClientSideTool,
+    CustomTool,
+    FunctionTool,
+    McpTool,
+    NamespaceTool,
+    Tool,
+    ToolSearchTool,
+    function_name,
+)
 
 if TYPE_CHECKING:  # harmony runs without Django: models/__init__ is not imported at run time
     from responses_app.models.response_params import ToolChoice
 
+# Harmony's stock python description says internet access is "UNKNOWN" and gives a fixed
 # timeout; the model should know what the sandbox really allows.
 PYTHON_DESCRIPTION = (
     "Use this tool to execute Python code in your chain of thought. The code will not be shown to the user. "
@@ -68,7 +78,7 @@ class PromptRequest:
     instructions: str | None = None
     reasoning_effort: str | None = None  # a key of HARMONY_EFFORT; None = medium
     verbosity: str | None = None  # "low" | "medium" | "high"; None = medium
-    tools: list[dict] = field(default_factory=list)  # OpenAI function tools
+    tools: Sequence[Tool] = ()
     tool_choice: ToolChoice | None = None  # None: auto; mode "none": no tools are offered to the model
     conversation_date: str | None = None  # YYYY-MM-DD
     # mcp_list_tools items of the conversation (the latest per server_label wins): the tools
@@ -112,7 +122,7 @@ def server_tool_namespaces(request: PromptRequest) -> list[ToolNamespaceConfig]:
     if request.tool_choice is not None and request.tool_choice.mode == "none":
         return []
     namespaces: list[ToolNamespaceConfig] = []
-    types = {tool.get("type") for tool in request.tools}
+    types = {tool.type for tool in request.tools}
     if types & WEB_SEARCH_TYPES:
         namespaces.append(ToolNamespaceConfig.browser())
     if "file_search" in types:
@@ -122,13 +132,13 @@ def server_tool_namespaces(request: PromptRequest) -> list[ToolNamespaceConfig]:
                                               description=PYTHON_DESCRIPTION.format(timeout=request.python_timeout_s)))
     listings = {listing.get("server_label"): listing for listing in request.mcp_listings}
     for tool in request.tools:
-        listing = listings.get(tool.get("server_label")) if tool.get("type") == "mcp" else None
-        if listing is None or listing.get("error"):
+        listing = listings.get(tool.server_label) if isinstance(tool, McpTool) else None
+        if not isinstance(tool, McpTool) or listing is None or listing.get("error"):
             continue
         tools = [ToolDescription.new(entry["name"], entry.get("description") or "", entry.get("input_schema"))
                  for entry in listing.get("tools") or []]
-        namespaces.append(ToolNamespaceConfig(name=tool["server_label"], tools=tools,
-                                              description=tool.get("server_description") or ""))
+        namespaces.append(ToolNamespaceConfig(name=tool.server_label, tools=tools,
+                                              description=tool.server_description or ""))
     return namespaces
 
 
@@ -144,31 +154,30 @@ def _developer_message(request: PromptRequest) -> Message | None:
     if tools:
         content = content.with_function_tools(tools)
     for namespace in namespaces:
-        content = content.with_tools(ToolNamespaceConfig(
-            name=namespace["name"], description=namespace["description"],
-            tools=[tool_description(tool) for tool in namespace["tools"]]))
+        content = content.with_tools(namespace_config(namespace))
     return Message.from_role_and_content(Role.DEVELOPER, content)
 
 
-def offered_namespaces(tools: list[dict], tool_choice: ToolChoice | None) -> list[dict]:
+def offered_namespaces(tools: Sequence[Tool], tool_choice: ToolChoice | None) -> list[NamespaceTool]:
     """The namespace tools the model is told about, each as a harmony namespace of its
     own beside ``functions`` (a call to one is ``to=<namespace>.<function>``)."""
     if tool_choice is not None and (tool_choice.mode == "none" or (
             tool_choice.named is not None and tool_choice.named["type"] in FUNCTION_TOOL_TYPES)):
         return []
-    return [loaded for tool in tools if tool.get("type") == "namespace" and (loaded := _loaded_namespace(tool))]
+    return [loaded for tool in tools if isinstance(tool, NamespaceTool) and (loaded := _loaded_namespace(tool))]
 
 
-def _loaded_namespace(namespace: dict) -> dict | None:
+def _loaded_namespace(namespace: NamespaceTool) -> NamespaceTool | None:
     """A namespace as the prompt declares it: without the members it defers (tool search
     loads them), or None when nothing of it is loaded."""
-    if is_deferred(namespace):
+    if namespace.defer_loading:
         return None
-    members = [member for member in namespace["tools"] if not is_deferred(member)]
-    return {**namespace, "tools": members} if members else None
+    members = tuple(member for member in namespace.tools if not member.defer_loading)
+    return replace(namespace, tools=members) if members else None
 
 
-def offered_function_tools(tools: list[dict], tool_choice: ToolChoice | None) -> list[dict]:
+def offered_function_tools(tools: Sequence[Tool], tool_choice: ToolChoice | None
+                           ) -> list[FunctionTool | CustomTool | ClientSideTool | ToolSearchTool]:
     """The function tools the model is told about.
 
     Harmony cannot force a call, so a forced choice only narrows what is offered:
@@ -177,8 +186,8 @@ def offered_function_tools(tools: list[dict], tool_choice: ToolChoice | None) ->
     stays the same whatever is allowed: the worker refuses the calls it does not allow
     (harmony/allowed_calls.py). Non-function tools (built-in tools) are rendered elsewhere.
     """
-    functions = [tool for tool in tools if tool.get("type", "function") in (*FUNCTION_TOOL_TYPES, SEARCH_TOOL)
-                 and not is_deferred(tool)]
+    functions = [tool for tool in tools if isinstance(tool, (FunctionTool, CustomTool, ClientSideTool, ToolSearchTool))
+                 and not (isinstance(tool, (FunctionTool, CustomTool)) and tool.defer_loading)]
     if tool_choice is None:
         return functions
     if tool_choice.mode == "none":

@@ -16,9 +16,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
 from typing import Any
 
 from responses_app.wire.request_body import is_number
+from responses_app.wire.tool_types import CustomTool, FunctionTool, LoadedTool, NamespaceTool, Tool, ToolSearchTool
 
 TOOL_NAME = "tool_search"
 DEFAULT_DESCRIPTION = ("Searches the tools that are not loaded yet by what they do, and loads the best matches "
@@ -34,29 +37,25 @@ MAX_LIMIT = 32
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-def is_deferred(tool: dict[str, Any]) -> bool:
-    return bool(tool.get("defer_loading"))
+def search_tool(tools: Iterable[Tool]) -> ToolSearchTool | None:
+    return next((tool for tool in tools if isinstance(tool, ToolSearchTool)), None)
 
 
-def search_tool(tools: list[dict[str, Any]]) -> dict[str, Any] | None:
-    return next((tool for tool in tools if tool.get("type") == TOOL_NAME), None)
-
-
-def deferred_tools(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def deferred_tools(tools: Iterable[Tool]) -> list[LoadedTool]:
     """What a server-side search searches: each deferred function or custom tool, and each
     namespace with the members it defers (a namespace deferred whole defers them all)."""
-    found: list[dict[str, Any]] = []
+    found: list[LoadedTool] = []
     for tool in tools:
-        if tool.get("type") == "namespace":
-            members = [member for member in tool["tools"] if is_deferred(tool) or is_deferred(member)]
+        if isinstance(tool, NamespaceTool):
+            members = tuple(member for member in tool.tools if tool.defer_loading or member.defer_loading)
             if members:
-                found.append({**tool, "tools": members})
-        elif tool.get("type") in ("function", "custom") and is_deferred(tool):
+                found.append(replace(tool, tools=members))
+        elif isinstance(tool, (FunctionTool, CustomTool)) and tool.defer_loading:
             found.append(tool)
     return found
 
 
-def search(query: str, tools: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+def search(query: str, tools: list[LoadedTool], limit: int) -> list[LoadedTool]:
     """The deferred tools that match ``query`` best (BM25 over each tool's name and
     description; a namespace matches by its own text and its members'), best first."""
     documents = [_words(_text_of(tool)) for tool in tools]
@@ -79,13 +78,13 @@ def search(query: str, tools: list[dict[str, Any]], limit: int) -> list[dict[str
     return [tools[index] for _, index in scores[:limit]]
 
 
-def output_text(tools: list[dict[str, Any]]) -> str:
+def output_text(tools: Sequence[LoadedTool]) -> str:
     """What the model reads as the search's answer (the tools themselves follow, declared)."""
     if not tools:
         return "No tool matched the search."
-    names = [f"{tool['name']}.{member['name']}" for tool in tools if tool.get("type") == "namespace"
-             for member in tool["tools"]]
-    names += [f"functions.{tool['name']}" for tool in tools if tool.get("type") != "namespace"]
+    names = [f"{tool.name}.{member.name}" for tool in tools if isinstance(tool, NamespaceTool)
+             for member in tool.tools]
+    names += [f"functions.{tool.name}" for tool in tools if not isinstance(tool, NamespaceTool)]
     return "Loaded these tools; you can call them now: " + ", ".join(names) + "."
 
 
@@ -96,10 +95,10 @@ def limit_of(arguments: dict[str, Any]) -> int:
     return DEFAULT_LIMIT
 
 
-def _text_of(tool: dict[str, Any]) -> str:
-    parts = [tool.get("name") or "", tool.get("description") or ""]
-    for member in tool.get("tools") or []:
-        parts += [member.get("name") or "", member.get("description") or ""]
+def _text_of(tool: LoadedTool) -> str:
+    parts = [tool.name, tool.description or ""]
+    for member in tool.tools if isinstance(tool, NamespaceTool) else ():
+        parts += [member.name, member.description or ""]
     # snake_case and camelCase names are words too.
     return re.sub(r"([a-z])([A-Z])", r"\1 \2", " ".join(parts)).replace("_", " ")
 

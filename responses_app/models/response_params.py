@@ -4,15 +4,17 @@ worker and the echoed response object read (``Response.params``).
 
 A row stores ``to_stored()``; ``from_stored`` reads any row back, those written before a
 field existed included: a key a row lacks takes the value the API documents for it (the
-value the response object echoes). Tools, the tools a tool choice names and a structured
-output's schema stay the JSON objects the SDK sends: their kinds are checked by
-validation/tools.py and validation/create.py, and read by the tools' modules.
+value the response object echoes). The tools are wire/tool_types.py's; the tools a tool
+choice names and a structured output's schema stay the JSON objects the SDK sends (checked
+by validation/tools.py and validation/create.py).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from responses_app.wire.tool_types import Tool, tools_from_stored
 
 JsonObject = dict[str, Any]
 
@@ -193,7 +195,7 @@ class ResponseParams:
     frequency_penalty: float | None = None
     reasoning: Reasoning = field(default_factory=Reasoning)
     metadata: dict[str, str] = field(default_factory=dict)
-    tools: list[JsonObject] = field(default_factory=list)
+    tools: tuple[Tool, ...] = ()
     tool_choice: ToolChoice = field(default_factory=ToolChoice)
     parallel_tool_calls: bool = True
     text: TextOptions = field(default_factory=TextOptions)
@@ -224,7 +226,7 @@ class ResponseParams:
             frequency_penalty=stored.get("frequency_penalty"),
             reasoning=Reasoning.from_stored(stored.get("reasoning")),
             metadata=stored.get("metadata") or {},
-            tools=stored.get("tools") or [],
+            tools=tools_from_stored(stored.get("tools")),
             tool_choice=ToolChoice.from_stored(stored.get("tool_choice")),
             parallel_tool_calls=stored.get("parallel_tool_calls", True),
             text=TextOptions.from_stored(stored.get("text")),
@@ -255,7 +257,7 @@ class ResponseParams:
             "frequency_penalty": self.frequency_penalty,
             "reasoning": self.reasoning.to_stored(),
             "metadata": self.metadata,
-            "tools": self.tools,
+            "tools": [tool.to_stored() for tool in self.tools],
             "tool_choice": self.tool_choice.to_stored(),
             "parallel_tool_calls": self.parallel_tool_calls,
             "text": self.text.to_stored(),

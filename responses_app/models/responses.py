@@ -216,8 +216,14 @@ class Response(models.Model):
 
     @property
     def params(self) -> ResponseParams:
-        """The stored request parameters, typed (a row of any age)."""
-        return ResponseParams.from_stored(self.request)
+        """The stored request parameters, typed (a row of any age). Read once per value of
+        ``request`` (which no code changes in place): a response's worker and its response
+        objects read them many times, and typing a request's tools is not free."""
+        request = self.request
+        cached = self.__dict__.get("_params")
+        if cached is None or cached[0] is not request:
+            cached = self.__dict__["_params"] = (request, ResponseParams.from_stored(request))
+        return cached[1]
 
 
 class InputItem(models.Model):

@@ -42,6 +42,8 @@ from responses_app.validation.request import CreateRequest
 from responses_app.vector_stores.store import usable_stores
 from responses_app.wire.encrypted_reasoning import Unsealable, reasoning_content
 from responses_app.wire.errors import InvalidRequest, NotFound
+from responses_app.wire.search_options import FileSearchTool
+from responses_app.wire.tool_types import CodeInterpreterTool
 
 
 def create_response(tenant: Tenant, request: CreateRequest) -> Response:
@@ -206,16 +208,15 @@ def resolve_input(tenant: Tenant, input_items: list[dict[str, Any]]) -> list[dic
 def _check_container_files(tenant: Tenant, params: ResponseParams) -> None:
     """The files a code_interpreter tool's new container is to hold are the tenant's."""
     for index, tool in enumerate(params.tools):
-        container = tool.get("container") if tool.get("type") == "code_interpreter" else None
-        if isinstance(container, dict) and container.get("file_ids"):
-            check_file_ids(tenant, container["file_ids"], f"tools[{index}].container.file_ids")
+        if isinstance(tool, CodeInterpreterTool) and tool.file_ids:
+            check_file_ids(tenant, list(tool.file_ids), f"tools[{index}].container.file_ids")
 
 
 def _check_vector_stores(tenant: Tenant, params: ResponseParams) -> None:
     """The stores a file_search tool searches are the tenant's (404 otherwise) and not expired."""
     for index, tool in enumerate(params.tools):
-        if tool.get("type") == "file_search":
-            usable_stores(tenant, tool["vector_store_ids"], f"tools[{index}].vector_store_ids")
+        if isinstance(tool, FileSearchTool):
+            usable_stores(tenant, tool.vector_store_ids, f"tools[{index}].vector_store_ids")
 
 
 def _check_function_call_outputs(earlier: list[dict[str, Any]], input_items: list[dict[str, Any]]) -> None:

@@ -21,11 +21,11 @@ from responses_app.harmony.encoding import token_bytes
 from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageStarted
 from responses_app.lib.ids import new_id
 from responses_app.models import TERMINAL_EVENTS, Response
+from responses_app.response_object import response_object
 from responses_app.stream.resume import ResumePoint
 from responses_app.stream.summary_events import SummaryEvents
 from responses_app.stream.tool_item_events import ToolItemEvents
 from responses_app.wire import encrypted_reasoning
-from responses_app.wire.objects import response_object
 
 LIFECYCLE_EVENT_CLASSES: dict[str, type[BaseModel]] = {
     "response.created": types.ResponseCreatedEvent,

@@ -149,8 +149,9 @@ def _input_item(item: Any, param: str) -> dict[str, Any]:
         prefix = "ts" if item_type == "tool_search_call" else "tso"
         return {"id": _item_id(item, param, prefix), **tool_search_item(item, param, constrains=True)}
     if item_type == "additional_tools":
+        loaded = loaded_tools(item.get("tools"), f"{param}.tools", constrains=True)
         return {"id": _item_id(item, param, "at"), "type": "additional_tools", "role": "developer",
-                "tools": loaded_tools(item.get("tools"), f"{param}.tools", constrains=True)}
+                "tools": [tool.to_stored() for tool in loaded]}
     if item_type == "mcp_approval_response":
         return approval_response_item(item, param)
     if item_type == "compaction_trigger":

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from responses_app.wire.errors import InvalidRequest, invalid_type
-from responses_app.wire.tool_types import NAME_PATTERN
+from responses_app.wire.tool_types import NAME_PATTERN, McpTool
 from tools_app.url_guard import UrlRefused, check_url_offline
 
 APPROVAL_MODES = ("always", "never")
@@ -16,11 +16,10 @@ HANDLED_FIELDS = frozenset({"type", "server_label", "server_url", "connector_id"
                             "headers", "authorization", "server_description"})
 
 
-def validate_mcp_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
-    """The normalised form of a request's ``{"type": "mcp", ...}`` tool, or InvalidRequest.
+def validate_mcp_tool(tool: dict[str, Any], param: str) -> McpTool:
+    """A request's ``{"type": "mcp", ...}`` tool, typed, or InvalidRequest.
 
-    The result has every key of HANDLED_FIELDS except connector_id (absent ones None):
-    ``allowed_tools`` a list of names or None, ``require_approval`` "always", "never",
+    ``allowed_tools`` becomes a list of names or None, ``require_approval`` "always", "never",
     ``{"always": {"tool_names": [...]}, "never": {"tool_names": [...]}}`` (either key
     optional) or None (which means "always"). Nothing is resolved or fetched here: a URL
     whose host is an address (or a metadata or localhost name) is checked against the
@@ -40,16 +39,16 @@ def validate_mcp_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
             "Connectors ('connector_id') are not supported by this server: give 'server_url', or the "
             "'server_label' of an MCP server that the operator registered.",
             param=f"{param}.connector_id", code="unsupported_parameter")
-    return {
-        "type": "mcp",
-        "server_label": label,
-        "server_url": _server_url(tool.get("server_url"), f"{param}.server_url"),
-        "allowed_tools": _allowed_tools(tool.get("allowed_tools"), f"{param}.allowed_tools"),
-        "require_approval": _require_approval(tool.get("require_approval"), f"{param}.require_approval"),
-        "headers": _headers(tool.get("headers"), f"{param}.headers"),
-        "authorization": _optional_string(tool.get("authorization"), f"{param}.authorization"),
-        "server_description": _optional_string(tool.get("server_description"), f"{param}.server_description"),
-    }
+    allowed_tools = _allowed_tools(tool.get("allowed_tools"), f"{param}.allowed_tools")
+    return McpTool(
+        server_label=label,
+        server_url=_server_url(tool.get("server_url"), f"{param}.server_url"),
+        allowed_tools=tuple(allowed_tools) if allowed_tools is not None else None,
+        require_approval=_require_approval(tool.get("require_approval"), f"{param}.require_approval"),
+        headers=_headers(tool.get("headers"), f"{param}.headers"),
+        authorization=_optional_string(tool.get("authorization"), f"{param}.authorization"),
+        server_description=_optional_string(tool.get("server_description"), f"{param}.server_description"),
+    )
 
 
 def _refuse_unknown_fields(tool: dict[str, Any], param: str) -> None:

@@ -15,14 +15,29 @@ from typing import Any
 from responses_app.files.requests import file_ids_field
 from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.harmony.tool_search import TOOL_NAME as SEARCH_TOOL
-from responses_app.harmony.tool_search import is_deferred, search_tool
+from responses_app.harmony.tool_search import search_tool
 from responses_app.lib.ids import new_id
 from responses_app.models.response_params import ToolChoice
 from responses_app.validation.json_schema import check_grammar
 from responses_app.validation.mcp_tool import validate_mcp_tool
-from responses_app.vector_stores.search_options import FileSearchTool
 from responses_app.wire.errors import InvalidRequest, invalid_type
-from responses_app.wire.tool_types import NAME_PATTERN, WEB_SEARCH_TYPES
+from responses_app.wire.search_options import FileSearchTool
+from responses_app.wire.tool_types import (
+    NAME_PATTERN,
+    WEB_SEARCH_TYPES,
+    ClientSideTool,
+    CodeInterpreterTool,
+    CustomTool,
+    FunctionTool,
+    Grammar,
+    LoadedTool,
+    McpTool,
+    NamespaceTool,
+    Tool,
+    ToolSearchTool,
+    WebSearchTool,
+    is_deferred,
+)
 
 # Harmony namespaces that tools of other kinds own: no namespace tool or MCP server may take them.
 RESERVED_NAMESPACES = frozenset({"functions", "python", "browser", "container", "file_search"})
@@ -31,68 +46,75 @@ RESERVED_NAMESPACES = frozenset({"functions", "python", "browser", "container", 
 # --- tools -------------------------------------------------------------------------------------
 
 
-def validate_tools(value: Any, constrains: bool = False, param: str = "tools") -> list[dict[str, Any]]:
-    """``constrains``: the model's engine enforces grammars (vLLM), which a custom tool's
-    ``grammar`` format needs. ``param``: where the tools are (a tool_search_output's
-    ``tools`` are the tools it loaded)."""
+def validate_tools(value: Any, constrains: bool = False, param: str = "tools") -> tuple[Tool, ...]:
+    """The request's tools, typed. ``constrains``: the model's engine enforces grammars
+    (vLLM), which a custom tool's ``grammar`` format needs. ``param``: where the tools are
+    (a tool_search_output's ``tools`` are the tools it loaded)."""
     if value is None:
-        return []
+        return ()
     if not isinstance(value, list):
         raise invalid_type(param, "an array", value)
-    tools: list[dict[str, Any]] = []
+    tools: list[Tool] = []
     function_names: set[str] = set()
     namespaces: set[str] = set()
     where = param
     for index, tool in enumerate(value):
         param = f"{where}[{index}]"
-        tool_type = tool["type"]
-        if tool_type == "tool_search":
-            tool = _tool_search_tool(tool, param)
-            _unique(SEARCH_TOOL, function_names, f"Duplicate tool '{SEARCH_TOOL}' (or a function of that name).",
-                    f"{param}.type")
-        elif tool_type == "function":
-            tool = function_tool(tool, param)
-            _unique(tool["name"], function_names, f"Duplicate function name '{tool['name']}'.", f"{param}.name")
-        elif tool_type == "custom":
-            tool = _custom_tool(tool, param, constrains)
-            _unique(tool["name"], function_names, f"Duplicate function name '{tool['name']}'.", f"{param}.name")
-        elif tool_type in CLIENT_TOOLS:
-            tool = _client_tool(tool, param)
-            # The model calls it as a function of this name.
-            _unique(tool_type, function_names, f"Duplicate tool '{tool_type}' (or a function of that name).",
-                    f"{param}.type")
-        elif tool_type == "namespace":
-            tool = _namespace_tool(tool, param)
-            _unique(tool["name"], namespaces, f"Duplicate namespace '{tool['name']}'.", f"{param}.name")
-        elif tool_type == "code_interpreter":
-            tool = _code_interpreter_tool(tool, param)
-        elif tool_type in WEB_SEARCH_TYPES:
-            tool = _web_search_tool(tool)
-        elif tool_type == "file_search":
-            tool = _file_search_tool(tool, param)
-        elif tool_type == "mcp":
-            tool = validate_mcp_tool(tool, param)
-            _unique(tool["server_label"], namespaces, f"Duplicate namespace or MCP server_label "
-                    f"'{tool['server_label']}'.", f"{param}.server_label")
-        else:
-            raise InvalidRequest(f"Tool type '{tool_type}' is not supported by this server yet.",
-                                 param=f"{param}.type", code="unsupported_tool_type")
-        tools.append(tool)
+        tools.append(_tool(tool, param, constrains, function_names, namespaces))
     for singleton in ("code_interpreter", "web_search", "file_search"):
-        if sum(1 for tool in tools if _family(tool["type"]) == singleton) > 1:
+        if sum(1 for tool in tools if _family(tool.type) == singleton) > 1:
             raise InvalidRequest(f"At most one {singleton} tool may be given.", param=where)
     # Namespaces and MCP labels name harmony namespaces beside the built-in ones.
     for name in namespaces & RESERVED_NAMESPACES:
         raise InvalidRequest(f"The namespace '{name}' is reserved.", param=where)
-    return tools
+    return tuple(tools)
 
 
-def check_deferred_tools(tools: list[dict[str, Any]]) -> None:
+def _tool(tool: dict[str, Any], param: str, constrains: bool, function_names: set[str],
+          namespaces: set[str]) -> Tool:
+    """One tool, typed; its name added to the function names or the namespaces it takes."""
+    tool_type = tool["type"]
+    if tool_type == "tool_search":
+        search = _tool_search_tool(tool, param)
+        _unique(SEARCH_TOOL, function_names, f"Duplicate tool '{SEARCH_TOOL}' (or a function of that name).",
+                f"{param}.type")
+        return search
+    if tool_type in ("function", "custom"):
+        typed: FunctionTool | CustomTool = (function_tool(tool, param) if tool_type == "function"
+                                            else _custom_tool(tool, param, constrains))
+        _unique(typed.name, function_names, f"Duplicate function name '{typed.name}'.", f"{param}.name")
+        return typed
+    if tool_type in CLIENT_TOOLS:
+        client_tool = _client_tool(tool, param)
+        # The model calls it as a function of this name.
+        _unique(tool_type, function_names, f"Duplicate tool '{tool_type}' (or a function of that name).",
+                f"{param}.type")
+        return client_tool
+    if tool_type == "namespace":
+        namespace = _namespace_tool(tool, param)
+        _unique(namespace.name, namespaces, f"Duplicate namespace '{namespace.name}'.", f"{param}.name")
+        return namespace
+    if tool_type == "mcp":
+        server = validate_mcp_tool(tool, param)
+        _unique(server.server_label, namespaces, f"Duplicate namespace or MCP server_label "
+                f"'{server.server_label}'.", f"{param}.server_label")
+        return server
+    if tool_type == "code_interpreter":
+        return _code_interpreter_tool(tool, param)
+    if tool_type in WEB_SEARCH_TYPES:
+        return _web_search_tool(tool)
+    if tool_type == "file_search":
+        return FileSearchTool.parse(tool, param)  # its stores are checked for the tenant at create (services/create.py)
+    raise InvalidRequest(f"Tool type '{tool_type}' is not supported by this server yet.",
+                         param=f"{param}.type", code="unsupported_tool_type")
+
+
+def check_deferred_tools(tools: tuple[Tool, ...]) -> None:
     """Tools deferred with ``defer_loading`` reach the model only through a tool search."""
     if search_tool(tools) is not None:
         return
     for index, tool in enumerate(tools):
-        members = (tool.get("tools") or []) if tool["type"] == "namespace" else []
+        members = tool.tools if isinstance(tool, NamespaceTool) else ()
         if is_deferred(tool) or any(is_deferred(member) for member in members):
             raise InvalidRequest("A tool with defer_loading is offered to the model only through tool search: "
                                  "add a tool of type 'tool_search'.", param=f"tools[{index}]")
@@ -122,7 +144,7 @@ def checked_name(name: str, param: str) -> str:
     return name
 
 
-def function_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
+def function_tool(tool: dict[str, Any], param: str) -> FunctionTool:
     """A function tool as stored and echoed: ``allowed_callers`` and ``output_schema`` serve
     OpenAI's programmatic calling, which this server does not run; ``defer_loading`` keeps
     the function out of the prompt until a tool search loads it."""
@@ -132,35 +154,29 @@ def function_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
     if parameters is not None and not isinstance(parameters, dict):
         raise invalid_type(f"{param}.parameters", "an object", parameters)
     strict = tool.get("strict")
-    return {
-        "type": "function",
-        "name": name,
-        "description": description,
-        "parameters": parameters or {"type": "object", "properties": {}},
-        "strict": True if strict is None else strict,
-        **_deferred(tool),
-    }
+    return FunctionTool(name=name, description=description,
+                        parameters=parameters or {"type": "object", "properties": {}},
+                        strict=True if strict is None else strict, defer_loading=bool(tool.get("defer_loading")))
 
 
-def _custom_tool(tool: dict[str, Any], param: str, constrains: bool) -> dict[str, Any]:
+def _custom_tool(tool: dict[str, Any], param: str, constrains: bool) -> CustomTool:
     """A tool whose input is free text: called in harmony's ``functions`` namespace like a
     function, answered as a ``custom_tool_call``; a ``grammar`` format is enforced on the
     call's input by vLLM's structured outputs (worker/step_router.py)."""
     name = checked_name(tool["name"], f"{param}.name")
     tool_format = tool.get("format") or {"type": "text"}
+    grammar = None
     if tool_format["type"] == "grammar":
         if not constrains:
             raise InvalidRequest("This model cannot enforce a grammar on a custom tool's input (the echo engine "
                                  "constrains nothing).", param=f"{param}.format")
         check_grammar(tool_format["syntax"], tool_format["definition"], f"{param}.format.definition")
-        tool_format = {"type": "grammar", "syntax": tool_format["syntax"], "definition": tool_format["definition"]}
-    else:
-        tool_format = {"type": "text"}
-    return {"type": "custom", "name": name, "description": tool.get("description"), "format": tool_format,
-            **_deferred(tool)}
+        grammar = Grammar(tool_format["syntax"], tool_format["definition"])
+    return CustomTool(name=name, description=tool.get("description"), grammar=grammar,
+                      defer_loading=bool(tool.get("defer_loading")))
 
 
-def _client_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
+def _client_tool(tool: dict[str, Any], param: str) -> ClientSideTool:
     """shell, local_shell or apply_patch, run by the client (worker/tools/client_calls.py). A shell
     tool's ``environment`` may be the client's (``local``); OpenAI's hosted containers are
     not this server's to run."""
@@ -169,14 +185,14 @@ def _client_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
         raise InvalidRequest(f"The shell tool runs on the client here: environment type '{environment['type']}' "
                              "(a hosted container) is not supported; use 'local' or leave it out.",
                              param=f"{param}.environment.type")
-    return {"type": tool["type"], **({"environment": environment} if environment is not None else {})}
+    return ClientSideTool(type=tool["type"], environment=environment)
 
 
-def _namespace_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
+def _namespace_tool(tool: dict[str, Any], param: str) -> NamespaceTool:
     """A group of function tools: a harmony namespace of its own, whose calls come back as
     ``function_call`` items that name it in ``namespace``."""
     name = checked_name(tool["name"], f"{param}.name")
-    functions: list[dict[str, Any]] = []
+    functions: list[FunctionTool] = []
     names: set[str] = set()
     for index, member in enumerate(tool.get("tools") or []):
         if member["type"] != "function":
@@ -184,22 +200,16 @@ def _namespace_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
                                  "yet; give them at the top level.", param=f"{param}.tools[{index}].type",
                                  code="unsupported_tool_type")
         member = function_tool(member, f"{param}.tools[{index}]")
-        _unique(member["name"], names, f"Duplicate function name '{member['name']}' in namespace '{name}'.",
+        _unique(member.name, names, f"Duplicate function name '{member.name}' in namespace '{name}'.",
                 f"{param}.tools[{index}].name")
         functions.append(member)
     if not functions:
         raise InvalidRequest(f"The namespace '{name}' has no tools.", param=f"{param}.tools")
-    return {"type": "namespace", "name": name, "description": tool["description"], "tools": functions,
-            **_deferred(tool)}
+    return NamespaceTool(name=name, description=tool["description"], tools=tuple(functions),
+                         defer_loading=bool(tool.get("defer_loading")))
 
 
-def _deferred(tool: dict[str, Any]) -> dict[str, Any]:
-    """``defer_loading``, kept when true: the tool stays out of the prompt until a tool
-    search loads it (harmony/tool_search.py)."""
-    return {"defer_loading": True} if tool.get("defer_loading") else {}
-
-
-def _tool_search_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
+def _tool_search_tool(tool: dict[str, Any], param: str) -> ToolSearchTool:
     """Search of the deferred tools: run by the server (the default) or by the client, which
     may give the model its own description and parameters of the search (the AI SDK says
     they are "only used for client-executed tool search": a server search ignores them)."""
@@ -207,19 +217,19 @@ def _tool_search_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
     parameters = tool.get("parameters")
     if parameters is not None and not isinstance(parameters, dict):
         raise invalid_type(f"{param}.parameters", "an object", parameters)
-    result: dict[str, Any] = {"type": "tool_search", "execution": tool.get("execution") or "server"}
-    if result["execution"] == "client":  # a server-side search is the server's: its description stays
-        result.update({key: tool[key] for key in ("description", "parameters") if tool.get(key) is not None})
-    return result
+    execution = tool.get("execution") or "server"
+    if execution != "client":  # a server-side search is the server's: its description stays
+        return ToolSearchTool(execution=execution)
+    return ToolSearchTool(execution=execution, description=tool.get("description"), parameters=parameters)
 
 
-def _code_interpreter_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
+def _code_interpreter_tool(tool: dict[str, Any], param: str) -> CodeInterpreterTool:
     _known_keys(tool, param, ("type", "container"))
     container = tool.get("container")
     if isinstance(container, str):
         if not container.startswith("cntr_"):
             raise InvalidRequest(f"Invalid container id '{container}'.", param=f"{param}.container")
-        return {"type": "code_interpreter", "container": container}
+        return CodeInterpreterTool(container_id=container)
     if not isinstance(container, dict):
         raise InvalidRequest(f"Missing required parameter: '{param}.container' (a container id or "
                              "{'type': 'auto'}).", param=f"{param}.container", code="missing_required_parameter")
@@ -230,30 +240,22 @@ def _code_interpreter_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
     if container.get("memory_limit") not in (None, "1g"):
         raise InvalidRequest("container.memory_limit is set by the operator (SANDBOX_MEMORY_MB) on this server.",
                              param=f"{param}.container.memory_limit")
-    auto: dict[str, Any] = {"type": "auto"}
-    if container.get("file_ids"):  # copied into the container it makes (worker/tools/toolbox.py)
-        auto["file_ids"] = file_ids_field(container["file_ids"], f"{param}.container.file_ids")
-    return {"type": "code_interpreter", "container": auto}
+    # file_ids are copied into the container it makes (worker/tools/toolbox.py).
+    file_ids = file_ids_field(container["file_ids"], f"{param}.container.file_ids") if container.get("file_ids") else []
+    return CodeInterpreterTool(file_ids=tuple(file_ids))
 
 
-def _web_search_tool(tool: dict[str, Any]) -> dict[str, Any]:
+def _web_search_tool(tool: dict[str, Any]) -> WebSearchTool:
     """``external_web_access: false`` keeps the search on the offline index (tools_app)."""
-    result = {"type": tool["type"], "search_context_size": tool.get("search_context_size") or "medium"}
-    for key in ("user_location", "filters", "external_web_access"):
-        if tool.get(key) is not None:
-            result[key] = tool[key]
-    return result
-
-
-def _file_search_tool(tool: dict[str, Any], param: str) -> dict[str, Any]:
-    """The stores are checked for the tenant at create (services/create.py)."""
-    return FileSearchTool.parse(tool, param).to_stored()
+    return WebSearchTool(type=tool["type"], search_context_size=tool.get("search_context_size") or "medium",
+                         user_location=tool.get("user_location"), filters=tool.get("filters"),
+                         external_web_access=tool.get("external_web_access"))
 
 
 # --- tool_choice --------------------------------------------------------------------------------
 
 
-def validate_tool_choice(value: Any, tools: list[dict[str, Any]]) -> ToolChoice:
+def validate_tool_choice(value: Any, tools: tuple[Tool, ...]) -> ToolChoice:
     """``auto`` / ``none`` / ``required``, a named tool that must be among ``tools``, or
     ``allowed_tools``: the tools the model may call, each among ``tools``."""
     if value in ("auto", "none"):
@@ -270,7 +272,7 @@ def validate_tool_choice(value: Any, tools: list[dict[str, Any]]) -> ToolChoice:
     return ToolChoice(mode="required", named=_tool_reference(value, tools, "tool_choice"))
 
 
-def _allowed_tools(value: dict[str, Any], tools: list[dict[str, Any]]) -> ToolChoice:
+def _allowed_tools(value: dict[str, Any], tools: tuple[Tool, ...]) -> ToolChoice:
     mode = value.get("mode")
     if mode not in ("auto", "required"):
         raise InvalidRequest(f"Invalid value for 'tool_choice.mode': {mode!r}; expected 'auto' or 'required'.",
@@ -287,36 +289,37 @@ def _allowed_tools(value: dict[str, Any], tools: list[dict[str, Any]]) -> ToolCh
     return ToolChoice(mode=mode, allowed=tuple(allowed))
 
 
-def _tool_reference(value: dict[str, Any], tools: list[dict[str, Any]], param: str,
+def _tool_reference(value: dict[str, Any], tools: tuple[Tool, ...], param: str,
                     namespaces: bool = False) -> dict[str, Any]:
     """A tool of ``tools`` named by type (and name or server_label), as tool_choice names one."""
     choice_type = value.get("type")
     if choice_type in ("function", "custom"):
         name = value.get("name")
-        if not any(tool["type"] == choice_type and tool["name"] == name for tool in tools):
+        if not any(isinstance(tool, (FunctionTool, CustomTool)) and tool.type == choice_type and tool.name == name
+                   for tool in tools):
             raise InvalidRequest(f"{param} names the {choice_type} tool {name!r}, which is not in 'tools'.",
                                  param=f"{param}.name")
         return {"type": choice_type, "name": name}
     if choice_type == "namespace" and namespaces:
         name = value.get("name")
-        if not any(tool["type"] == "namespace" and tool["name"] == name for tool in tools):
+        if not any(isinstance(tool, NamespaceTool) and tool.name == name for tool in tools):
             raise InvalidRequest(f"{param} names the namespace {name!r}, which is not in 'tools'.",
                                  param=f"{param}.name")
         return {"type": "namespace", "name": name}
     if choice_type == "mcp":
         label, name = value.get("server_label"), value.get("name")
-        if not any(tool["type"] == "mcp" and tool["server_label"] == label for tool in tools):
+        if not any(isinstance(tool, McpTool) and tool.server_label == label for tool in tools):
             raise InvalidRequest(f"{param} names the MCP server {label!r}, which is not in 'tools'.",
                                  param=f"{param}.server_label")
         if name is not None and not isinstance(name, str):
             raise invalid_type(f"{param}.name", "a string", name)
         return {"type": "mcp", "server_label": label, **({"name": name} if name else {})}
     if choice_type in ("shell", "apply_patch"):
-        if not any(tool["type"] == choice_type for tool in tools):
+        if not any(tool.type == choice_type for tool in tools):
             raise InvalidRequest(f"{param} names {choice_type!r}, which is not in 'tools'.", param=f"{param}.type")
         return {"type": choice_type}
     if choice_type in ("code_interpreter", "file_search", *WEB_SEARCH_TYPES):
-        if not any(_family(tool["type"]) == _family(choice_type) for tool in tools):
+        if not any(_family(tool.type) == _family(choice_type) for tool in tools):
             raise InvalidRequest(f"{param} names {choice_type!r}, which is not in 'tools'.", param=f"{param}.type")
         return {"type": choice_type}
     raise InvalidRequest(f"Invalid value for '{param}.type': {choice_type!r}.", param=f"{param}.type",
@@ -326,17 +329,18 @@ def _tool_reference(value: dict[str, Any], tools: list[dict[str, Any]], param: s
 # --- tool items a client sends ------------------------------------------------------------------
 
 
-def loaded_tools(value: Any, param: str, constrains: bool) -> list[dict[str, Any]]:
+def loaded_tools(value: Any, param: str, constrains: bool) -> tuple[LoadedTool, ...]:
     """The tools a tool_search_output or an additional_tools item declares to the model
     where it stands: functions, custom tools and namespaces (the server's own tools are
     given in the request's ``tools``)."""
-    loaded = validate_tools(value, constrains, param=param)
-    for index, tool in enumerate(loaded):
-        if tool["type"] not in ("function", "custom", "namespace"):
+    loaded: list[LoadedTool] = []
+    for index, tool in enumerate(validate_tools(value, constrains, param=param)):
+        if not isinstance(tool, (FunctionTool, CustomTool, NamespaceTool)):
             raise InvalidRequest(f"Tools added during a conversation are function, custom and namespace tools, "
-                                 f"not '{tool['type']}'; give it in the request's tools.",
+                                 f"not '{tool.type}'; give it in the request's tools.",
                                  param=f"{param}[{index}].type")
-    return loaded
+        loaded.append(tool)
+    return tuple(loaded)
 
 
 def tool_search_item(item: dict[str, Any], param: str, constrains: bool) -> dict[str, Any]:
@@ -352,7 +356,8 @@ def tool_search_item(item: dict[str, Any], param: str, constrains: bool) -> dict
         if not isinstance(arguments, dict):
             raise invalid_type(f"{param}.arguments", "an object", arguments)
         return {**common, "arguments": arguments}
-    return {**common, "tools": loaded_tools(item.get("tools"), f"{param}.tools", constrains)}
+    loaded = loaded_tools(item.get("tools"), f"{param}.tools", constrains)
+    return {**common, "tools": [tool.to_stored() for tool in loaded]}
 
 
 

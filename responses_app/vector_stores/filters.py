@@ -8,7 +8,7 @@ from __future__ import annotations
 import operator
 from typing import Any, cast
 
-from responses_app.vector_stores.search_options import Comparison, Compound, Filter
+from responses_app.wire.search_options import Comparison, Compound, Filter
 
 ORDERS = {"gt": operator.gt, "gte": operator.ge, "lt": operator.lt, "lte": operator.le}
 

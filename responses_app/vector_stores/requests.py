@@ -6,16 +6,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from responses_app.vector_stores.search_options import (
+from responses_app.wire.errors import InvalidRequest, invalid_type
+from responses_app.wire.metadata import MAX_METADATA_KEY, MAX_METADATA_PAIRS, MAX_METADATA_VALUE, parse_metadata
+from responses_app.wire.request_body import body_fields, is_integer
+from responses_app.wire.search_options import (
     Filter,
     Ranking,
     parse_filter,
     parse_max_num_results,
     parse_ranking_options,
 )
-from responses_app.wire.errors import InvalidRequest, invalid_type
-from responses_app.wire.metadata import MAX_METADATA_KEY, MAX_METADATA_PAIRS, MAX_METADATA_VALUE, parse_metadata
-from responses_app.wire.request_body import body_fields, is_integer
 
 MAX_NAME = 256
 MAX_DESCRIPTION = 512

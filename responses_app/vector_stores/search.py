@@ -22,7 +22,7 @@ from responses_app.models import VectorStore, VectorStoreChunk, VectorStoreFile,
 from responses_app.vector_stores import index, vectors
 from responses_app.vector_stores.analysis import store_token, terms
 from responses_app.vector_stores.filters import matches
-from responses_app.vector_stores.search_options import Filter, Ranking
+from responses_app.wire.search_options import Filter, Ranking
 
 K1 = 1.2  # BM25's term frequency saturation
 B = 0.75  # and its length normalization, at their usual values

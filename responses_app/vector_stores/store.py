@@ -37,8 +37,8 @@ from responses_app.vector_stores.requests import (
     VectorStoreUpdate,
 )
 from responses_app.vector_stores.search import SearchResult, search
-from responses_app.vector_stores.search_options import FileSearchTool, Filter, Ranking
 from responses_app.wire.errors import InvalidRequest, NotFound, RateLimited, or_not_found
+from responses_app.wire.search_options import FileSearchTool, Filter, Ranking
 
 QUOTA_RETRY_AFTER_S = 60
 IN_PROGRESS = VectorStoreFileStatus.IN_PROGRESS

@@ -106,7 +106,7 @@ class SideCalls:
         not stand for the context."""
         # As POST /responses/compact's turn: no tools, and the oldest items dropped should
         # the context and the request not fit the model together.
-        params = replace(self.response.params, tools=[], tool_choice=ToolChoice(mode="none"),
+        params = replace(self.response.params, tools=(), tool_choice=ToolChoice(mode="none"),
                          truncation="auto")
         items = [*context, compaction.summary_request_item()]
         try:

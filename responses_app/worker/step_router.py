@@ -17,6 +17,13 @@ from responses_app.harmony.parser import ContentDelta, MessageFinished, MessageK
 from responses_app.harmony.tool_search import search_tool
 from responses_app.models.response_params import ResponseParams
 from responses_app.stream.builder import EventBuilder
+from responses_app.wire.tool_types import (
+    ClientSideTool,
+    CustomTool,
+    NamespaceTool,
+    ToolSearchTool,
+    loaded_tools_from_stored,
+)
 from responses_app.worker.stop_sequences import StopSequences
 from responses_app.worker.tools.base import ToolCall
 from responses_app.worker.tools.client_calls import ClientToolCall
@@ -46,20 +53,20 @@ class StepRouter:
         self.held_steps: list[ContentDelta | MessageFinished] = []
         # The logprobs of the tokens since the last text delta (include message.output_text.logprobs).
         self.pending_logprobs: list[list[tuple[int, float]]] = []
-        # Custom tools by name: their input format; a grammar is enforced on a call's input.
-        self.custom_formats = {tool["name"]: tool["format"] for tool in tools if tool["type"] == "custom"}
+        # Custom tools by name: a grammar format is enforced on a call's input.
+        self.custom_tools = {tool.name: tool for tool in tools if isinstance(tool, CustomTool)}
         self.grammar: dict[str, Any] | None = None  # the grammar the call just started must keep to
         self.search_tool = search_tool(tools)
         # The tools in harmony's "functions" whose calls are not function_calls.
         self.call_kinds: dict[str, MessageKind] = {
-            **{name: "custom_tool_call" for name in self.custom_formats},
-            **{tool["type"]: "client_call" for tool in tools if tool["type"] in CLIENT_TOOLS},
+            **{name: "custom_tool_call" for name in self.custom_tools},
+            **{tool.type: "client_call" for tool in tools if isinstance(tool, ClientSideTool)},
             **({SEARCH_TOOL: "tool_search"} if self.search_tool is not None else {})}
         # Namespaces the model may call: the request's, and those a tool search loaded or an
         # additional_tools item added.
         loaded = [tool for item in history if item.get("type") in ("tool_search_output", "additional_tools")
-                  for tool in item["tools"]]
-        self.function_namespaces = frozenset(tool["name"] for tool in [*tools, *loaded] if tool["type"] == "namespace")
+                  for tool in loaded_tools_from_stored(item["tools"])]
+        self.function_namespaces = frozenset(tool.name for tool in [*tools, *loaded] if isinstance(tool, NamespaceTool))
         self.allowed_calls = AllowedCalls.of(request.tool_choice)
         # A completion's stop sequences, on the text of the message being written (``answering``).
         self.stop_sequences = StopSequences(request.chat.stop) if request.chat.stop else None
@@ -88,8 +95,8 @@ class StepRouter:
                                     MISSING_RECIPIENT)
             return
         if isinstance(step, MessageStarted) and step.kind == "custom_tool_call":
-            tool_format = self.custom_formats.get(step.name or "") or {}
-            self.grammar = tool_format if tool_format.get("type") == "grammar" else None
+            custom = self.custom_tools.get(step.name or "")
+            self.grammar = custom.format() if custom is not None and custom.grammar is not None else None
         if isinstance(step, MessageStarted) and step.kind == "tool_call":
             self.starting_call = step.recipient or ""
             if step.recipient == file_search.RECIPIENT and self._constrains:
@@ -100,7 +107,7 @@ class StepRouter:
         elif isinstance(step, MessageStarted) and step.kind == "client_call":
             self.call = ClientToolCall(self.builder, CLIENT_TOOLS[step.name or ""])
         elif isinstance(step, MessageStarted) and step.kind == "tool_search":
-            self.call = ToolSearchCall(self.builder, self.search_tool or {}, self._tools)
+            self.call = ToolSearchCall(self.builder, self.search_tool or ToolSearchTool(), self._tools)
         elif self.call is not None and isinstance(step, ContentDelta):
             self.call.delta(step.text)
         elif self.call is not None and isinstance(step, MessageFinished):

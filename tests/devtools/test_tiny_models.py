@@ -12,6 +12,7 @@ from responses_app.devtools.tiny_models import ensure_model
 from responses_app.devtools.transcripts import TRANSCRIPTS, prompt_ids, transcript
 from responses_app.harmony.encoding import get_encoding, stop_token_ids
 from responses_app.harmony.prompt import PromptRequest, render_prompt
+from responses_app.wire.tool_types import tools_from_stored
 
 DATE = "2031-05-17"
 
@@ -62,7 +63,8 @@ def test_server_transcripts_are_rendered_by_render_prompt(name):
     item = transcript(name)
     for index in range(len(item.turns)):
         history = transcripts.history_until(item, index)
-        expected = render_prompt(PromptRequest(history=history, tools=list(item.tools), conversation_date=DATE))
+        expected = render_prompt(PromptRequest(history=history, tools=tools_from_stored(item.tools),
+                                               conversation_date=DATE))
         assert prompt_ids(item, index, DATE) == expected
 
 
@@ -76,7 +78,7 @@ def test_weather_second_turn_sees_the_call_and_its_output():
 
 def test_python_transcript_is_rendered_with_the_servers_code_interpreter_tool():
     item = transcript("python")
-    request = PromptRequest(history=item.input, tools=list(item.tools), conversation_date=DATE,
+    request = PromptRequest(history=item.input, tools=tools_from_stored(item.tools), conversation_date=DATE,
                             python_timeout_s=transcripts.PYTHON_TIMEOUT_S)
     assert prompt_ids(item, 0, DATE) == render_prompt(request)
     assert "## python" in text_of(prompt_ids(item, 0, DATE))

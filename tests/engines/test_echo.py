@@ -12,6 +12,7 @@ from responses_app.harmony.encoding import get_encoding, special_token_id, stop_
 from responses_app.harmony.parser import MessageFinished, OutputParser
 from responses_app.harmony.prompt import PromptRequest, render_prompt
 from responses_app.models.response_params import ToolChoice
+from responses_app.wire.tool_types import tools_from_stored
 
 WEATHER_TOOL = {
     "type": "function",
@@ -30,7 +31,7 @@ STOPS = SamplingParams(stop_token_ids=stop_token_ids())
 
 
 def prompt(*history: dict) -> list[int]:
-    return render_prompt(PromptRequest(history=list(history), tools=[WEATHER_TOOL]))
+    return render_prompt(PromptRequest(history=list(history), tools=tools_from_stored([WEATHER_TOOL])))
 
 
 def user(text: str) -> dict:
@@ -271,8 +272,9 @@ def test_after_a_call_the_next_segment_goes_on_from_its_own_start():
 def forced(tools: list[dict], sent: str | dict, text: str = "Where do sea otters sleep?") -> str:
     """What the echo engine writes after the call header a forcing tool_choice prefills."""
     tool_choice = ToolChoice.from_stored(sent)
-    request = PromptRequest(history=[user(text)], tools=tools, tool_choice=tool_choice)
-    prefill = forced_call_prefix(tool_choice, tools)
+    typed = tools_from_stored(tools)
+    request = PromptRequest(history=[user(text)], tools=typed, tool_choice=tool_choice)
+    prefill = forced_call_prefix(tool_choice, typed)
     return get_encoding().decode(prefill) + output_text(collect(EchoEngine(), render_prompt(request) + prefill))
 
 

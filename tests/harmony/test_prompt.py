@@ -11,6 +11,7 @@ from responses_app.harmony.encoding import get_encoding, special_token_id, stop_
 from responses_app.harmony.messages import PromptError
 from responses_app.harmony.prompt import VERBOSITY, PromptRequest, render_prompt
 from responses_app.models.response_params import ToolChoice
+from responses_app.wire.tool_types import tools_from_stored
 
 WEATHER_TOOL = {
     "type": "function",
@@ -108,13 +109,14 @@ def test_a_namespace_tool_is_a_harmony_namespace_and_its_calls_are_addressed_to_
     call = {"type": "function_call", "call_id": "c1", "namespace": "agents", "name": "spawn", "arguments": "{}"}
     output = {"type": "function_call_output", "call_id": "c1", "output": "ok"}
 
-    text = text_of(PromptRequest(history=[user("hi"), call, output], tools=[namespace]))
+    text = text_of(PromptRequest(history=[user("hi"), call, output], tools=tools_from_stored([namespace])))
 
     developer = text.split("<|start|>developer<|message|>", 1)[1].split("<|end|>", 1)[0]
     assert "## agents\n\n// Helpers.\nnamespace agents {" in developer and "type spawn = " in developer
     assert "<|start|>assistant to=agents.spawn<|channel|>commentary" in text
     assert "<|start|>agents.spawn to=assistant<|channel|>commentary<|message|>ok<|end|>" in text
-    none = text_of(PromptRequest(history=[user("hi")], tools=[namespace], tool_choice=ToolChoice(mode="none")))
+    none = text_of(PromptRequest(history=[user("hi")], tools=tools_from_stored([namespace]),
+                                 tool_choice=ToolChoice(mode="none")))
     assert "namespace agents" not in none
 
 
@@ -123,7 +125,8 @@ def test_no_developer_message_without_instructions_or_tools():
 
 
 def test_instructions_and_function_tools_go_to_the_developer_message():
-    text = text_of(PromptRequest(history=[user("hi")], instructions="Answer in French.", tools=[WEATHER_TOOL]))
+    text = text_of(PromptRequest(history=[user("hi")], instructions="Answer in French.",
+                                 tools=tools_from_stored([WEATHER_TOOL])))
     developer = text.split("<|start|>developer<|message|>", 1)[1].split("<|end|>", 1)[0]
     assert "# Instructions\n\nAnswer in French." in developer
     assert "namespace functions {" in developer
@@ -131,7 +134,8 @@ def test_instructions_and_function_tools_go_to_the_developer_message():
 
 
 def test_tool_choice_none_offers_no_tools():
-    text = text_of(PromptRequest(history=[user("hi")], tools=[WEATHER_TOOL], tool_choice=ToolChoice(mode="none")))
+    text = text_of(PromptRequest(history=[user("hi")], tools=tools_from_stored([WEATHER_TOOL]),
+                                 tool_choice=ToolChoice(mode="none")))
     assert "get_weather" not in text
 
 
@@ -139,7 +143,7 @@ def test_forced_function_choice_offers_only_that_function():
     other = {**WEATHER_TOOL, "name": "get_time", "description": "Get the time"}
     text = text_of(
         PromptRequest(
-            history=[user("hi")], tools=[WEATHER_TOOL, other],
+            history=[user("hi")], tools=tools_from_stored([WEATHER_TOOL, other]),
             tool_choice=ToolChoice(mode="required", named={"type": "function", "name": "get_time"}),
         )
     )
@@ -150,18 +154,20 @@ def test_allowed_tools_keeps_every_tool_in_the_prompt():
     other = {**WEATHER_TOOL, "name": "get_time", "description": "Get the time"}
     tools = [WEATHER_TOOL, other, {"type": "code_interpreter", "container": {"type": "auto"}}]
     allowed = {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "get_time"}]}
-    restricted = text_of(PromptRequest(history=[user("hi")], tools=tools, tool_choice=ToolChoice.from_stored(allowed)))
-    assert restricted == text_of(PromptRequest(history=[user("hi")], tools=tools))
+    restricted = text_of(PromptRequest(history=[user("hi")], tools=tools_from_stored(tools),
+                                       tool_choice=ToolChoice.from_stored(allowed)))
+    assert restricted == text_of(PromptRequest(history=[user("hi")], tools=tools_from_stored(tools)))
     assert "type get_weather" in restricted and "type get_time" in restricted and "namespace python" not in restricted
 
 
 def test_client_tools_are_offered_as_functions_named_by_their_type():
     tools = [{"type": "shell"}, {"type": "local_shell"}, {"type": "apply_patch"}]
-    developer = text_of(PromptRequest(history=[user("hi")], tools=tools)).split("<|start|>developer", 1)[1]
+    developer = text_of(PromptRequest(history=[user("hi")],
+                                      tools=tools_from_stored(tools))).split("<|start|>developer", 1)[1]
     assert "type shell = (_: {\n// The commands, run in order.\ncommands: string[]," in developer
     assert "type local_shell = (_: {" in developer and "type apply_patch = (_: {" in developer
     apply_patch = ToolChoice(mode="required", named={"type": "apply_patch"})
-    forced = text_of(PromptRequest(history=[user("hi")], tools=tools, tool_choice=apply_patch))
+    forced = text_of(PromptRequest(history=[user("hi")], tools=tools_from_stored(tools), tool_choice=apply_patch))
     assert "type apply_patch" in forced and "type shell" not in forced
 
 
@@ -193,7 +199,7 @@ def test_assistant_message_is_rendered_on_the_final_channel():
 
 
 def test_function_call_and_output_render_as_harmony_prescribes():
-    text = text_of(PromptRequest(history=[user("weather?"), *weather_call()], tools=[WEATHER_TOOL]))
+    text = text_of(PromptRequest(history=[user("weather?"), *weather_call()], tools=tools_from_stored([WEATHER_TOOL])))
     assert text.endswith(PAST_CALL + PAST_OUTPUT + "<|start|>assistant")
 
 
@@ -211,7 +217,8 @@ def test_client_tool_calls_and_outputs_render_as_the_function_calls_the_model_wr
          "action": {"type": "exec", "command": ["pwd"], "env": {}}},
         {"type": "local_shell_call_output", "id": "call_3", "output": "/home"},
     ]
-    text = text_of(PromptRequest(history=history, tools=[{"type": "shell"}, {"type": "apply_patch"}]))
+    text = text_of(PromptRequest(history=history, tools=tools_from_stored([{"type": "shell"},
+                                 {"type": "apply_patch"}])))
     assert text.endswith(
         '<|start|>assistant to=functions.shell<|channel|>commentary <|constrain|>json<|message|>{"commands": ["ls"]}'
         '<|call|><|start|>functions.shell to=assistant<|channel|>commentary<|message|>'
@@ -250,7 +257,7 @@ def test_reasoning_of_the_current_turn_is_kept_before_a_function_call():
         },
         *weather_call(),
     ]
-    text = text_of(PromptRequest(history=history, tools=[WEATHER_TOOL]))
+    text = text_of(PromptRequest(history=history, tools=tools_from_stored([WEATHER_TOOL])))
     assert "<|start|>assistant<|channel|>analysis<|message|>I should call the tool.<|end|>" + PAST_CALL in text
 
 
@@ -272,7 +279,7 @@ def test_reasoning_of_finished_turns_is_dropped_across_the_chain():
         {"role": "assistant", "content": "It is 20 degrees."},
         user("thanks"),
     ]
-    text = text_of(PromptRequest(history=history, tools=[WEATHER_TOOL]))
+    text = text_of(PromptRequest(history=history, tools=tools_from_stored([WEATHER_TOOL])))
     assert "old thoughts" not in text
     # The rest of the finished turn stays.
     assert PAST_CALL + PAST_OUTPUT + "<|start|>assistant<|channel|>final<|message|>It is 20 degrees.<|end|>" in text
@@ -292,7 +299,7 @@ def test_deferred_tools_are_declared_where_a_tool_search_output_loads_them():
     history = [user("hi"),
                {"type": "tool_search_call", "call_id": "c1", "execution": "client", "arguments": {"query": "weather"}},
                {"type": "tool_search_output", "call_id": "c1", "execution": "client", "tools": [deferred]}]
-    text = text_of(PromptRequest(history=history, tools=tools))
+    text = text_of(PromptRequest(history=history, tools=tools_from_stored(tools)))
     developer, rest = text.split("<|start|>developer<|message|>", 1)[1].split("<|end|>", 1)
     assert "type tool_search" in developer and "get_weather" not in developer
     assert "to=functions.tool_search<|channel|>commentary <|constrain|>json<|message|>{\"query\": \"weather\"}" in rest

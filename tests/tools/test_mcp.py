@@ -186,7 +186,7 @@ def test_the_configured_headers_are_sent(authed_mcp_server: RunningMcpServer) ->
 
 
 def _valid(**fields: object) -> dict:
-    return validate_mcp_tool({"type": "mcp", "server_label": "docs", **fields}, "tools[0]")
+    return validate_mcp_tool({"type": "mcp", "server_label": "docs", **fields}, "tools[0]").to_stored()
 
 
 def test_a_minimal_tool_is_normalised_with_every_key() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from responses_app.models import Response
 from responses_app.models.response_params import (
     Compaction,
     PromptReference,
@@ -89,3 +90,10 @@ def test_a_text_format_is_stored_as_validation_normalized_it(sent):
     text_format = TextFormat.from_stored(sent)
     assert text_format.constrained == (sent["type"] != "text")
     assert text_format.to_stored() == sent
+
+
+def test_a_rows_params_are_typed_once_and_again_when_its_request_is_replaced():
+    response = Response(request=STORED_BEFORE_TYPES)
+    assert response.params is response.params
+    response.request = {**STORED_BEFORE_TYPES, "instructions": "Be long."}
+    assert response.params.instructions == "Be long."

@@ -30,8 +30,8 @@ from responses_app.models import (
 from responses_app.vector_stores import ingest
 from responses_app.vector_stores.requests import parse_file_create, parse_vector_store_create
 from responses_app.vector_stores.search import search
-from responses_app.vector_stores.search_options import Ranking
 from responses_app.vector_stores.store import attach_file, create_vector_store
+from responses_app.wire.search_options import Ranking
 from tests.operators import make_viewer
 
 pytestmark = [pytest.mark.django_db, pytest.mark.core]

@@ -12,6 +12,8 @@ from typing import Any, Protocol, TypeVar
 
 from django.db import close_old_connections, connection
 
+from responses_app.wire.tool_types import LoadedTool
+
 T = TypeVar("T")
 
 # The server-side tool calls, as output items (max_tool_calls counts them).
@@ -33,7 +35,7 @@ class ToolResult:
     author: str  # python, browser.search, <server_label>.<tool>
     text: str
     channel: str
-    loaded: tuple[dict[str, Any], ...] = ()  # the tools a tool search loaded, declared after the text
+    loaded: tuple[LoadedTool, ...] = ()  # the tools a tool search loaded, declared after the text
 
 
 class ToolCall(Protocol):

@@ -27,7 +27,7 @@ class CodeInterpreterCall:
             container_id = toolbox.container().id
         except ToolError as error:  # the container named is gone
             assert toolbox.code_interpreter is not None  # a call is routed here only when the tool is given
-            container_id, self.error = str(toolbox.code_interpreter["container"]), error.message
+            container_id, self.error = toolbox.code_interpreter.container_id or "", error.message
         item, _ = toolbox.start_item({"id": new_id("ci"), "type": "code_interpreter_call", "status": "in_progress",
                                       "code": "", "container_id": container_id, "outputs": None},
                                      types.ResponseCodeInterpreterCallInProgressEvent,

@@ -9,6 +9,7 @@ from typing import Any
 from openai.types import responses as types
 
 from responses_app.lib.ids import new_id
+from responses_app.wire.tool_types import McpTool
 from responses_app.worker.tools import tools_app_adapter
 from responses_app.worker.tools.base import INTERRUPTED, ToolLoopFailure, ToolResult, WholeCall, json_object
 from responses_app.worker.tools.toolbox import Toolbox
@@ -46,7 +47,7 @@ def prepare(toolbox: Toolbox) -> None:
         call.execute()
 
 
-def _list_tools(toolbox: Toolbox, label: str, tool: dict[str, Any]) -> None:
+def _list_tools(toolbox: Toolbox, label: str, tool: McpTool) -> None:
     builder = toolbox.builder
     toolbox.start_item({"id": new_id("mcpl"), "type": "mcp_list_tools", "server_label": label, "tools": []},
                        types.ResponseMcpListToolsInProgressEvent, "response.mcp_list_tools.in_progress")

@@ -6,6 +6,7 @@ and the model goes on with those tools declared."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from responses_app.harmony import tool_search
@@ -13,6 +14,7 @@ from responses_app.harmony.client_tools import UnreadableCall, json_arguments
 from responses_app.harmony.messages import FUNCTIONS_NAMESPACE, SEARCH_TOOL
 from responses_app.lib.ids import new_id
 from responses_app.stream.builder import EventBuilder
+from responses_app.wire.tool_types import Tool, ToolSearchTool
 from responses_app.worker.tools.base import ToolResult, WholeCall
 
 AUTHOR = f"{FUNCTIONS_NAMESPACE}.{SEARCH_TOOL}"
@@ -21,9 +23,9 @@ AUTHOR = f"{FUNCTIONS_NAMESPACE}.{SEARCH_TOOL}"
 class ToolSearchCall(WholeCall):
     """Nothing streams: the item is put out once its arguments are whole."""
 
-    def __init__(self, builder: EventBuilder, tool: dict[str, Any], tools: list[dict[str, Any]]) -> None:
+    def __init__(self, builder: EventBuilder, tool: ToolSearchTool, tools: Sequence[Tool]) -> None:
         self.builder = builder
-        self.execution: str = tool.get("execution") or "server"
+        self.execution = tool.execution
         self.tools = tools
 
     def execute(self) -> ToolResult | None:
@@ -45,7 +47,7 @@ class ToolSearchCall(WholeCall):
         found = tool_search.search(" ".join(str(entry) for entry in queries if entry),
                                    tool_search.deferred_tools(self.tools), tool_search.limit_of(arguments))
         self._put_out({"id": new_id("tso"), "type": "tool_search_output", "call_id": call_id,
-                       "execution": "server", "tools": found, "status": "completed"})
+                       "execution": "server", "tools": [tool.to_stored() for tool in found], "status": "completed"})
         return ToolResult(author=AUTHOR, channel="commentary", text=tool_search.output_text(found),
                           loaded=tuple(found))
 

@@ -20,8 +20,8 @@ from responses_app.harmony.file_search import file_citations
 from responses_app.harmony.messages import BROWSER_NAMESPACE, PYTHON_RECIPIENT
 from responses_app.models import Response
 from responses_app.stream.builder import EventBuilder
-from responses_app.vector_stores.search_options import FileSearchTool
-from responses_app.wire.tool_types import WEB_SEARCH_TYPES
+from responses_app.wire.search_options import FileSearchTool
+from responses_app.wire.tool_types import CodeInterpreterTool, McpTool, WebSearchTool
 from responses_app.worker.tools import tools_app_adapter
 from responses_app.worker.tools.base import SERVER_CALL_TYPES, Waiter
 
@@ -35,12 +35,11 @@ class Toolbox:
         self.flush = flush  # commit pending events, so clients see a tool start before it runs
         self.wait = wait
         request = response.params
-        tools = [] if request.tool_choice.mode == "none" else request.tools
-        self.code_interpreter = next((tool for tool in tools if tool["type"] == "code_interpreter"), None)
-        self.web_search = next((tool for tool in tools if tool["type"] in WEB_SEARCH_TYPES), None)
-        self.file_search = next((FileSearchTool.from_stored(tool) for tool in tools if tool["type"] == "file_search"),
-                                None)
-        self.mcp_servers = {tool["server_label"]: tool for tool in tools if tool["type"] == "mcp"}
+        tools = () if request.tool_choice.mode == "none" else request.tools
+        self.code_interpreter = next((tool for tool in tools if isinstance(tool, CodeInterpreterTool)), None)
+        self.web_search = next((tool for tool in tools if isinstance(tool, WebSearchTool)), None)
+        self.file_search = next((tool for tool in tools if isinstance(tool, FileSearchTool)), None)
+        self.mcp_servers = {tool.server_label: tool for tool in tools if isinstance(tool, McpTool)}
         self.max_tool_calls = request.max_tool_calls
         # A continued response: the calls its lost worker ran count, and the call item it
         # left open is taken over by the next call of that kind (worker/continuation.py).
@@ -105,17 +104,18 @@ class Toolbox:
         if self._container is None:
             earlier = [item.get("container_id") for item in self.history + self.builder.output
                        if item.get("type") == "code_interpreter_call"]
-            assert self.code_interpreter is not None  # its calls are routed only when the tool is given
-            spec = self.code_interpreter["container"]
+            tool = self.code_interpreter
+            assert tool is not None  # its calls are routed only when the tool is given
             reuse_id = earlier[-1] if earlier else None
-            self._container = tools_app_adapter.resolve_container(self.response.tenant_id, spec, reuse_id)
-            if isinstance(spec, dict) and spec.get("file_ids") and self._container.pk != reuse_id:
-                tools_app_adapter.seed_container(self.response.tenant, self._container.pk, spec["file_ids"])
+            self._container = tools_app_adapter.resolve_container(self.response.tenant_id, tool.container_id, reuse_id)
+            if tool.file_ids and self._container.pk != reuse_id:
+                tools_app_adapter.seed_container(self.response.tenant, self._container.pk, list(tool.file_ids))
         return self._container
 
     def browser(self) -> Any:
         if self._browser is None:
-            external = (self.web_search or {}).get("external_web_access", True)
+            access = self.web_search.external_web_access if self.web_search is not None else None
+            external = True if access is None else access
             self._browser, citations = tools_app_adapter.browser_session(self.response.tenant_id, external)
             self.add_annotator(citations)
         return self._browser

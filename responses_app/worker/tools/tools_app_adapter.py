@@ -16,6 +16,7 @@ from django.conf import settings
 
 from responses_app.containers.files_in import copy_into_container
 from responses_app.models import Tenant
+from responses_app.wire.tool_types import McpTool
 
 
 class ToolError(Exception):
@@ -31,46 +32,47 @@ class ToolError(Exception):
 # --- MCP servers -------------------------------------------------------------------------------
 
 
-def list_mcp_tools(tenant_id: int, tool: dict[str, Any]) -> list[Any]:
+def list_mcp_tools(tenant_id: int, tool: McpTool) -> list[Any]:
     """The tools of the request's MCP server ``tool`` (tools_app.mcp.client.McpTool)."""
     from tools_app.mcp.client import McpError, list_tools
     from tools_app.mcp.servers import server_for_tool
 
     try:
-        return list_tools(server_for_tool(tenant_id, tool), timeout_s=settings.TOOL_CALL_TIMEOUT_S)
+        return list_tools(server_for_tool(tenant_id, tool.to_stored()), timeout_s=settings.TOOL_CALL_TIMEOUT_S)
     except McpError as error:
         raise ToolError(error.message, tool_error=error.tool_error) from error
 
 
-def call_mcp_tool(tenant_id: int, tool: dict[str, Any], name: str, arguments: dict[str, Any]) -> str:
+def call_mcp_tool(tenant_id: int, tool: McpTool, name: str, arguments: dict[str, Any]) -> str:
     """The text output of the MCP server's tool ``name``."""
     from tools_app.mcp.client import McpError, call_tool
     from tools_app.mcp.servers import server_for_tool
 
     try:
-        return call_tool(server_for_tool(tenant_id, tool), name, arguments, timeout_s=settings.TOOL_CALL_TIMEOUT_S)
+        return call_tool(server_for_tool(tenant_id, tool.to_stored()), name, arguments,
+                         timeout_s=settings.TOOL_CALL_TIMEOUT_S)
     except McpError as error:
         raise ToolError(error.message, tool_error=error.tool_error) from error
 
 
-def mcp_requires_approval(tool: dict[str, Any], name: str) -> bool:
+def mcp_requires_approval(tool: McpTool, name: str) -> bool:
     """Whether the request's ``require_approval`` holds a call of ``name`` for the client."""
     from tools_app.mcp.servers import requires_approval
 
-    return requires_approval(tool, name)
+    return requires_approval(tool.to_stored(), name)
 
 
 # --- containers (code_interpreter) ---------------------------------------------------------------
 
 
-def resolve_container(tenant_id: int, spec: str | dict[str, Any], reuse_id: str | None) -> Any:
-    """The container the tool names, or (auto) ``reuse_id``'s, or a new one
+def resolve_container(tenant_id: int, container_id: str | None, reuse_id: str | None) -> Any:
+    """The container the tool names, or (auto: None) ``reuse_id``'s, or a new one
     (tools_app.models.Container)."""
     from tools_app.containers import ContainerNotFound
     from tools_app.containers import resolve_container as resolve
 
     try:
-        return resolve(tenant_id, spec, reuse_id=reuse_id)
+        return resolve(tenant_id, container_id if container_id is not None else {"type": "auto"}, reuse_id=reuse_id)
     except ContainerNotFound as error:
         raise ToolError(str(error)) from error
 

@@ -4,7 +4,7 @@ and the file_search tool itself, parsed once at create (``FileSearchTool``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from responses_app.wire.errors import InvalidRequest, invalid_type
@@ -133,6 +133,7 @@ class FileSearchTool:
     max_num_results: int = TOOL_RESULTS
     ranking: Ranking = Ranking()
     sent: dict[str, Any] | None = None  # filters, max_num_results and ranking_options as sent
+    type: str = field(default="file_search", init=False)
 
     @classmethod
     def parse(cls, tool: dict[str, Any], param: str) -> FileSearchTool:

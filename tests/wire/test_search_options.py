@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from responses_app.vector_stores.search_options import (
+from responses_app.wire.errors import InvalidRequest
+from responses_app.wire.search_options import (
     TOOL_RESULTS,
     Comparison,
     Compound,
     FileSearchTool,
     Ranking,
 )
-from responses_app.wire.errors import InvalidRequest
 
 pytestmark = pytest.mark.core
 
