@@ -12,12 +12,12 @@ prefills the start of a call (harmony/continuations.forced_call_prefix).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from responses_app.harmony import file_search
 from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.harmony.messages import BROWSER_NAMESPACE, FUNCTIONS_NAMESPACE, PYTHON_RECIPIENT
-from responses_app.wire.tool_types import WEB_SEARCH_TYPES
+from responses_app.wire.tool_types import WEB_SEARCH_TYPES, ToolReference
 
 if TYPE_CHECKING:  # harmony runs without Django: models/__init__ is not imported at run time
     from responses_app.models.response_params import ToolChoice
@@ -31,22 +31,22 @@ class AllowedCalls:
     """The recipients that an ``allowed_tools`` tool choice lets the model call: whole
     ones (``functions.get_weather``, ``python``) and namespaces (``docs.``, ``browser.``)."""
 
-    def __init__(self, required: bool, tools: Iterable[dict[str, Any]]) -> None:
+    def __init__(self, required: bool, tools: Iterable[ToolReference]) -> None:
         self.required = required
         self.recipients: set[str] = set()
         self.namespaces: set[str] = set()
         for tool in tools:
-            kind = tool["type"]
+            kind = tool.type
             if kind in ("function", "custom"):
-                self.recipients.add(f"{FUNCTIONS_NAMESPACE}.{tool['name']}")
+                self.recipients.add(f"{FUNCTIONS_NAMESPACE}.{tool.name}")
             elif kind in CLIENT_TOOLS:
                 self.recipients.add(f"{FUNCTIONS_NAMESPACE}.{kind}")
-            elif kind == "namespace":
-                self.namespaces.add(tool["name"])
-            elif kind == "mcp" and tool.get("name"):
-                self.recipients.add(f"{tool['server_label']}.{tool['name']}")
-            elif kind == "mcp":
-                self.namespaces.add(tool["server_label"])
+            elif kind == "namespace" and tool.name is not None:
+                self.namespaces.add(tool.name)
+            elif kind == "mcp" and tool.name and tool.server_label is not None:
+                self.recipients.add(f"{tool.server_label}.{tool.name}")
+            elif kind == "mcp" and tool.server_label is not None:
+                self.namespaces.add(tool.server_label)
             elif kind == "code_interpreter":
                 self.recipients.add(PYTHON_RECIPIENT)
             elif kind in WEB_SEARCH_TYPES:

@@ -5,7 +5,7 @@ forced tool call), and the tokens the assistant wrote as the prompt renders them
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from openai_harmony import Role
 
@@ -22,7 +22,7 @@ from responses_app.harmony.messages import (
     loaded_tools_messages,
     tool_output_message,
 )
-from responses_app.wire.tool_types import WEB_SEARCH_TYPES, LoadedTool, Tool, tool_reference
+from responses_app.wire.tool_types import WEB_SEARCH_TYPES, LoadedTool, Tool, ToolReference, tool_reference
 
 if TYPE_CHECKING:  # harmony runs without Django: models/__init__ is not imported at run time
     from responses_app.models.response_params import ToolChoice
@@ -139,21 +139,20 @@ def _forced_header(tool_choice: ToolChoice, tools: Sequence[Tool]) -> str | None
     return _call_header(named)
 
 
-def _call_header(tool_choice: dict[str, Any]) -> str | None:
-    """The header of a call to the one tool ``tool_choice`` names (as a tool choice names it)."""
-    kind = tool_choice.get("type")
+def _call_header(tool: ToolReference) -> str | None:
+    """The header of a call to the one tool ``tool`` names."""
+    kind = tool.type
     if kind == "namespace":
-        return f"<|channel|>commentary to={tool_choice['name']}."
+        return f"<|channel|>commentary to={tool.name}."
     if kind == "custom":
-        return f"<|channel|>commentary to={FUNCTIONS_NAMESPACE}.{tool_choice['name']}<|message|>"
+        return f"<|channel|>commentary to={FUNCTIONS_NAMESPACE}.{tool.name}<|message|>"
     if kind in ("function", *CLIENT_TOOLS):
-        recipient = f"{FUNCTIONS_NAMESPACE}.{tool_choice['name'] if kind == 'function' else kind}"
+        recipient = f"{FUNCTIONS_NAMESPACE}.{tool.function_name}"
         return f"<|channel|>commentary to={recipient} {FUNCTION_CALL_CONTENT_TYPE}<|message|>"
     if kind == "mcp":
-        if tool_choice.get("name"):
-            return (f"<|channel|>commentary to={tool_choice['server_label']}.{tool_choice['name']} "
-                    f"{FUNCTION_CALL_CONTENT_TYPE}<|message|>")
-        return f"<|channel|>commentary to={tool_choice['server_label']}."
+        if tool.name:
+            return f"<|channel|>commentary to={tool.server_label}.{tool.name} {FUNCTION_CALL_CONTENT_TYPE}<|message|>"
+        return f"<|channel|>commentary to={tool.server_label}."
     if kind == "code_interpreter":
         return f"<|channel|>analysis to={PYTHON_RECIPIENT} code<|message|>"
     if kind in WEB_SEARCH_TYPES:

@@ -24,7 +24,6 @@ from openai_harmony import (
 )
 
 from responses_app.harmony import file_search
-from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.harmony.encoding import get_encoding
 from responses_app.harmony.history import history_messages
 from responses_app.harmony.messages import (
@@ -162,7 +161,7 @@ def offered_namespaces(tools: Sequence[Tool], tool_choice: ToolChoice | None) ->
     """The namespace tools the model is told about, each as a harmony namespace of its
     own beside ``functions`` (a call to one is ``to=<namespace>.<function>``)."""
     if tool_choice is not None and (tool_choice.mode == "none" or (
-            tool_choice.named is not None and tool_choice.named["type"] in FUNCTION_TOOL_TYPES)):
+            tool_choice.named is not None and tool_choice.named.type in FUNCTION_TOOL_TYPES)):
         return []
     return [loaded for tool in tools if isinstance(tool, NamespaceTool) and (loaded := _loaded_namespace(tool))]
 
@@ -192,20 +191,9 @@ def offered_function_tools(tools: Sequence[Tool], tool_choice: ToolChoice | None
         return functions
     if tool_choice.mode == "none":
         return []
-    if tool_choice.named is not None:
-        allowed = _named_function(tool_choice.named)
-        if allowed is not None:
-            return [tool for tool in functions if function_name(tool) == allowed]
+    if tool_choice.named is not None and tool_choice.named.function_name is not None:
+        return [tool for tool in functions if function_name(tool) == tool_choice.named.function_name]
     return functions
-
-
-def _named_function(named: dict) -> str | None:
-    """The function a forcing choice names (a client tool's is its type); None for another tool."""
-    if named["type"] in ("function", "custom"):
-        return str(named["name"])
-    if named["type"] in CLIENT_TOOLS:
-        return str(named["type"])
-    return None
 
 
 # The user message of a reasoning summary (reasoning.summary): the served model writes the

@@ -4,9 +4,9 @@ worker and the echoed response object read (``Response.params``).
 
 A row stores ``to_stored()``; ``from_stored`` reads any row back, those written before a
 field existed included: a key a row lacks takes the value the API documents for it (the
-value the response object echoes). The tools are wire/tool_types.py's; the tools a tool
-choice names and a structured output's schema stay the JSON objects the SDK sends (checked
-by validation/tools.py and validation/create.py).
+value the response object echoes). The tools, and the tools a tool choice names, are
+wire/tool_types.py's; a structured output's schema stays the JSON Schema that was sent
+(checked by validation/create.py).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from responses_app.wire.tool_types import Tool, tools_from_stored
+from responses_app.wire.tool_types import Tool, ToolReference, tools_from_stored
 
 JsonObject = dict[str, Any]
 
@@ -95,28 +95,28 @@ class ToolChoice:
     """``tool_choice``, as validation/tools.py checked it against the tools:
 
     - ``mode``: "auto", "none" or "required";
-    - ``named``: the one tool a choice forces (``{"type": "function", "name": ...}``, an MCP
-      server or one of its tools, a built-in tool by its type), with ``mode`` "required";
+    - ``named``: the one tool a choice forces (a function by its name, an MCP server or one
+      of its tools, a built-in tool by its type), with ``mode`` "required";
     - ``allowed``: the tools of an ``allowed_tools`` choice (``mode`` "auto" or "required").
     """
 
     mode: str = "auto"
-    named: JsonObject | None = None
-    allowed: tuple[JsonObject, ...] | None = None
+    named: ToolReference | None = None
+    allowed: tuple[ToolReference, ...] | None = None
 
     @classmethod
     def from_stored(cls, value: str | JsonObject | None) -> ToolChoice:
         if value is None or isinstance(value, str):
             return cls(mode=value or "auto")
         if value.get("type") == "allowed_tools":
-            return cls(mode=value["mode"], allowed=tuple(value["tools"]))
-        return cls(mode="required", named=value)
+            return cls(mode=value["mode"], allowed=tuple(ToolReference.from_stored(tool) for tool in value["tools"]))
+        return cls(mode="required", named=ToolReference.from_stored(value))
 
     def to_stored(self) -> str | JsonObject:
         """The JSON the request sent (as validation normalized it): what the response echoes."""
         if self.allowed is not None:
-            return {"type": "allowed_tools", "mode": self.mode, "tools": list(self.allowed)}
-        return self.named if self.named is not None else self.mode
+            return {"type": "allowed_tools", "mode": self.mode, "tools": [tool.to_stored() for tool in self.allowed]}
+        return self.named.to_stored() if self.named is not None else self.mode
 
 
 @dataclass(frozen=True)

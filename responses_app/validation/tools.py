@@ -34,6 +34,7 @@ from responses_app.wire.tool_types import (
     McpTool,
     NamespaceTool,
     Tool,
+    ToolReference,
     ToolSearchTool,
     WebSearchTool,
     is_deferred,
@@ -290,7 +291,7 @@ def _allowed_tools(value: dict[str, Any], tools: tuple[Tool, ...]) -> ToolChoice
 
 
 def _tool_reference(value: dict[str, Any], tools: tuple[Tool, ...], param: str,
-                    namespaces: bool = False) -> dict[str, Any]:
+                    namespaces: bool = False) -> ToolReference:
     """A tool of ``tools`` named by type (and name or server_label), as tool_choice names one."""
     choice_type = value.get("type")
     if choice_type in ("function", "custom"):
@@ -299,13 +300,13 @@ def _tool_reference(value: dict[str, Any], tools: tuple[Tool, ...], param: str,
                    for tool in tools):
             raise InvalidRequest(f"{param} names the {choice_type} tool {name!r}, which is not in 'tools'.",
                                  param=f"{param}.name")
-        return {"type": choice_type, "name": name}
+        return ToolReference(choice_type, name=name)
     if choice_type == "namespace" and namespaces:
         name = value.get("name")
         if not any(isinstance(tool, NamespaceTool) and tool.name == name for tool in tools):
             raise InvalidRequest(f"{param} names the namespace {name!r}, which is not in 'tools'.",
                                  param=f"{param}.name")
-        return {"type": "namespace", "name": name}
+        return ToolReference("namespace", name=name)
     if choice_type == "mcp":
         label, name = value.get("server_label"), value.get("name")
         if not any(isinstance(tool, McpTool) and tool.server_label == label for tool in tools):
@@ -313,15 +314,15 @@ def _tool_reference(value: dict[str, Any], tools: tuple[Tool, ...], param: str,
                                  param=f"{param}.server_label")
         if name is not None and not isinstance(name, str):
             raise invalid_type(f"{param}.name", "a string", name)
-        return {"type": "mcp", "server_label": label, **({"name": name} if name else {})}
+        return ToolReference("mcp", server_label=label, name=name or None)
     if choice_type in ("shell", "apply_patch"):
         if not any(tool.type == choice_type for tool in tools):
             raise InvalidRequest(f"{param} names {choice_type!r}, which is not in 'tools'.", param=f"{param}.type")
-        return {"type": choice_type}
+        return ToolReference(choice_type)
     if choice_type in ("code_interpreter", "file_search", *WEB_SEARCH_TYPES):
         if not any(_family(tool.type) == _family(choice_type) for tool in tools):
             raise InvalidRequest(f"{param} names {choice_type!r}, which is not in 'tools'.", param=f"{param}.type")
-        return {"type": choice_type}
+        return ToolReference(choice_type)
     raise InvalidRequest(f"Invalid value for '{param}.type': {choice_type!r}.", param=f"{param}.type",
                          code="invalid_value")
 

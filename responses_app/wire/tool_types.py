@@ -241,6 +241,35 @@ class McpTool:
                 "authorization": self.authorization, "server_description": self.server_description}
 
 
+@dataclass(frozen=True)
+class ToolReference:
+    """A tool as a ``tool_choice`` names it: its type, and its name (a function, a custom
+    tool, a namespace, an MCP server's tool) or its MCP server's label."""
+
+    type: str
+    name: str | None = None
+    server_label: str | None = None
+
+    @classmethod
+    def from_stored(cls, stored: JsonObject) -> ToolReference:
+        return cls(type=stored["type"], name=stored.get("name"), server_label=stored.get("server_label"))
+
+    def to_stored(self) -> JsonObject:
+        stored: JsonObject = {"type": self.type}
+        if self.server_label is not None:
+            stored["server_label"] = self.server_label
+        if self.name is not None:
+            stored["name"] = self.name
+        return stored
+
+    @property
+    def function_name(self) -> str | None:
+        """The function of harmony's ``functions`` it names (a client-side tool's is its type)."""
+        if self.type in ("function", "custom"):
+            return self.name
+        return self.type if self.type in CLIENT_SIDE_TYPES else None
+
+
 Tool = (FunctionTool | CustomTool | NamespaceTool | ClientSideTool | ToolSearchTool | CodeInterpreterTool
         | WebSearchTool | FileSearchTool | McpTool)
 # The tools that a tool search or an additional_tools item declares where it stands.
@@ -291,13 +320,13 @@ def function_name(tool: Tool) -> str | None:
     return None
 
 
-def tool_reference(tool: Tool) -> JsonObject:
-    """The tool as a ``tool_choice`` names it: its type, and its name or server label."""
+def tool_reference(tool: Tool) -> ToolReference:
+    """The tool as a ``tool_choice`` names it."""
     if isinstance(tool, (FunctionTool, CustomTool, NamespaceTool)):
-        return {"type": tool.type, "name": tool.name}
+        return ToolReference(tool.type, name=tool.name)
     if isinstance(tool, McpTool):
-        return {"type": "mcp", "server_label": tool.server_label}
-    return {"type": tool.type}
+        return ToolReference("mcp", server_label=tool.server_label)
+    return ToolReference(tool.type)
 
 
 def is_deferred(tool: Tool) -> bool:

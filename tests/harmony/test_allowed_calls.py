@@ -11,6 +11,7 @@ from responses_app.models.response_params import ToolChoice
 
 CHOICE = {"type": "allowed_tools", "mode": "auto", "tools": [
     {"type": "function", "name": "get_time"}, {"type": "mcp", "server_label": "docs"}, {"type": "code_interpreter"}]}
+ALLOWED = ToolChoice.from_stored(CHOICE).allowed or ()
 
 
 def test_the_check_allows_the_listed_tools_and_an_mcp_servers_whole_namespace():
@@ -19,7 +20,7 @@ def test_the_check_allows_the_listed_tools_and_an_mcp_servers_whole_namespace():
     assert allowed.allows("functions.get_time") and allowed.allows("python") and allowed.allows("docs.search")
     assert not any(allowed.allows(recipient) for recipient in ("functions.get_weather", "docs", "browser.open"))
     assert "or answer without a tool" in allowed.refusal("functions.get_weather")
-    assert "or answer" not in AllowedCalls(True, CHOICE["tools"]).refusal("functions.get_weather")
+    assert "or answer" not in AllowedCalls(True, ALLOWED).refusal("functions.get_weather")
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +33,7 @@ def matches():
     tokenizer = build_tokenizer()
     stops = [tokenizer.convert_tokens_to_ids(token) for token in ("<|return|>", "<|call|>")]
     compiler = xgrammar.GrammarCompiler(xgrammar.TokenizerInfo.from_huggingface(tokenizer, stop_token_ids=stops))
-    grammar = compiler.compile_structural_tag(AllowedCalls(False, CHOICE["tools"]).structural_tag())
+    grammar = compiler.compile_structural_tag(AllowedCalls(False, ALLOWED).structural_tag())
 
     def match(text: str) -> bool:
         matcher = xgrammar.GrammarMatcher(grammar)

@@ -11,6 +11,7 @@ from responses_app.harmony.continuations import forced_call_prefix, reopened_ite
 from responses_app.harmony.encoding import get_encoding
 from responses_app.harmony.history import TOOL_ITEM_RENDERERS
 from responses_app.models.response_params import ToolChoice
+from responses_app.wire.tool_types import ToolReference
 
 RESULTS = [{"file_id": "file-a", "filename": "leave.md", "score": 0.8, "text": "27 days of leave.", "attributes": {}},
            {"file_id": "file-b", "filename": "expenses.md", "score": 0.3, "text": "Second class.", "attributes": {}}]
@@ -58,7 +59,7 @@ def test_a_marker_cites_the_latest_search_that_has_that_result():
 
 def test_a_forced_or_continued_call_is_prefilled_with_its_header():
     encoding = get_encoding()
-    forced_choice = ToolChoice(mode="required", named={"type": "file_search"})
+    forced_choice = ToolChoice(mode="required", named=ToolReference("file_search"))
     forced = encoding.decode(forced_call_prefix(forced_choice, [{"type": "file_search"}]))
     assert forced == "<|channel|>analysis to=file_search.msearch <|constrain|>json<|message|>"
     reopened = encoding.decode(reopened_item_prefix({"type": "file_search_call", "queries": []}))

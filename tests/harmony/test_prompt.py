@@ -11,7 +11,7 @@ from responses_app.harmony.encoding import get_encoding, special_token_id, stop_
 from responses_app.harmony.messages import PromptError
 from responses_app.harmony.prompt import VERBOSITY, PromptRequest, render_prompt
 from responses_app.models.response_params import ToolChoice
-from responses_app.wire.tool_types import tools_from_stored
+from responses_app.wire.tool_types import ToolReference, tools_from_stored
 
 WEATHER_TOOL = {
     "type": "function",
@@ -144,7 +144,7 @@ def test_forced_function_choice_offers_only_that_function():
     text = text_of(
         PromptRequest(
             history=[user("hi")], tools=tools_from_stored([WEATHER_TOOL, other]),
-            tool_choice=ToolChoice(mode="required", named={"type": "function", "name": "get_time"}),
+            tool_choice=ToolChoice(mode="required", named=ToolReference("function", name="get_time")),
         )
     )
     assert "type get_time" in text and "get_weather" not in text
@@ -166,7 +166,7 @@ def test_client_tools_are_offered_as_functions_named_by_their_type():
                                       tools=tools_from_stored(tools))).split("<|start|>developer", 1)[1]
     assert "type shell = (_: {\n// The commands, run in order.\ncommands: string[]," in developer
     assert "type local_shell = (_: {" in developer and "type apply_patch = (_: {" in developer
-    apply_patch = ToolChoice(mode="required", named={"type": "apply_patch"})
+    apply_patch = ToolChoice(mode="required", named=ToolReference("apply_patch"))
     forced = text_of(PromptRequest(history=[user("hi")], tools=tools_from_stored(tools), tool_choice=apply_patch))
     assert "type apply_patch" in forced and "type shell" not in forced
 

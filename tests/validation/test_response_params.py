@@ -16,6 +16,7 @@ from responses_app.models.response_params import (
     ToolChoice,
 )
 from responses_app.validation.create import parse_create_request
+from responses_app.wire.tool_types import ToolReference
 
 # A row as the code before ResponseParams stored it (validation/create.py at c5b0f22).
 STORED_BEFORE_TYPES = {
@@ -38,7 +39,7 @@ def test_a_row_stored_before_the_types_loads_into_them_and_is_stored_again_the_s
     assert params.reasoning == Reasoning(effort="low", summary="auto")
     assert params.text == TextOptions(format=TextFormat(), verbosity="low")
     assert params.prompt == PromptReference(id="pmpt_1", version="2", variables={"city": "Oslo"})
-    assert params.tool_choice == ToolChoice(mode="required", named={"type": "function", "name": "lookup"})
+    assert params.tool_choice == ToolChoice(mode="required", named=ToolReference("function", name="lookup"))
     assert params.context_management == (Compaction(compact_threshold=1000),)
     assert (params.max_output_tokens, params.temperature, params.top_logprobs, params.compaction_trigger) == (
         64, 0.2, 3, True)
@@ -69,10 +70,12 @@ def test_a_parsed_create_is_stored_and_read_back_unchanged(body):
     ("auto", "auto", None, None),
     ("none", "none", None, None),
     ("required", "required", None, None),
-    ({"type": "function", "name": "f"}, "required", {"type": "function", "name": "f"}, None),
-    ({"type": "mcp", "server_label": "docs"}, "required", {"type": "mcp", "server_label": "docs"}, None),
+    ({"type": "function", "name": "f"}, "required", ToolReference("function", name="f"), None),
+    ({"type": "mcp", "server_label": "docs"}, "required", ToolReference("mcp", server_label="docs"), None),
+    ({"type": "mcp", "server_label": "docs", "name": "search"}, "required",
+     ToolReference("mcp", name="search", server_label="docs"), None),
     ({"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "f"}]},
-     "auto", None, ({"type": "function", "name": "f"},)),
+     "auto", None, (ToolReference("function", name="f"),)),
 ])
 def test_a_tool_choice_reads_as_its_mode_and_tools_and_is_stored_as_sent(sent, mode, named, allowed):
     choice = ToolChoice.from_stored(sent)

@@ -15,6 +15,7 @@ from responses_app.wire.tool_types import (
     Grammar,
     McpTool,
     NamespaceTool,
+    ToolReference,
     ToolSearchTool,
     WebSearchTool,
     function_name,
@@ -117,7 +118,7 @@ def test_names_references_and_deferral():
     assert [function_name(tool) for tool in tools] == [
         "get_weather", "later", "patch", "note", None, "shell", "apply_patch", "tool_search", None, None, None, None]
     assert [is_deferred(tool) for tool in tools[:5]] == [False, True, False, False, True]
-    assert [tool_reference(tool) for tool in (tools[0], tools[4], tools[9], tools[11])] == [
+    assert [tool_reference(tool).to_stored() for tool in (tools[0], tools[4], tools[9], tools[11])] == [
         {"type": "function", "name": "get_weather"}, {"type": "namespace", "name": "crm"},
         {"type": "web_search_preview"}, {"type": "mcp", "server_label": "docs"}]
 
@@ -125,3 +126,10 @@ def test_names_references_and_deferral():
 def test_a_stored_tool_of_an_unknown_type_is_an_error_not_a_guess():
     with pytest.raises(ValueError, match="teleport"):
         tool_from_stored({"type": "teleport"})
+
+
+def test_a_reference_names_the_function_harmony_calls():
+    assert [ToolReference(kind, name="f").function_name for kind in ("function", "custom", "namespace", "mcp")] == [
+        "f", "f", None, None]
+    assert ToolReference("apply_patch").function_name == "apply_patch"
+    assert ToolReference("web_search").function_name is None

@@ -17,6 +17,7 @@ from responses_app.models import Response, Tenant
 from responses_app.models.response_params import ChatOptions, ResponseParams, ToolChoice
 from responses_app.stream.builder import EventBuilder
 from responses_app.validation.tools import validate_tools
+from responses_app.wire.tool_types import ToolReference
 from responses_app.worker.step_router import StepRouter
 from responses_app.worker.tools.base import ToolResult
 from responses_app.worker.tools.client_calls import ClientToolCall
@@ -115,7 +116,7 @@ def test_a_custom_tools_grammar_is_set_when_its_call_begins():
 
 
 def test_a_call_that_allowed_tools_does_not_allow_is_refused_before_anything_reaches_the_client():
-    allowed = ToolChoice(mode="auto", allowed=({"type": "function", "name": "get_time"},))
+    allowed = ToolChoice(mode="auto", allowed=(ToolReference("function", name="get_time"),))
     router = router_for([WEATHER, {**WEATHER, "name": "get_time"}], tool_choice=allowed)
     write(router, '<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{}<|call|>')
     refused = router.take_ready_call()
