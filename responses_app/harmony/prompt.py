@@ -43,6 +43,7 @@ from responses_app.wire.tool_types import (
     Tool,
     ToolSearchTool,
     function_name,
+    is_deferred,
 )
 
 if TYPE_CHECKING:  # harmony runs without Django: models/__init__ is not imported at run time
@@ -131,8 +132,10 @@ def server_tool_namespaces(request: PromptRequest) -> list[ToolNamespaceConfig]:
                                               description=PYTHON_DESCRIPTION.format(timeout=request.python_timeout_s)))
     listings = {listing.get("server_label"): listing for listing in request.mcp_listings}
     for tool in request.tools:
-        listing = listings.get(tool.server_label) if isinstance(tool, McpTool) else None
-        if not isinstance(tool, McpTool) or listing is None or listing.get("error"):
+        if not isinstance(tool, McpTool):
+            continue
+        listing = listings.get(tool.server_label)
+        if listing is None or listing.get("error"):
             continue
         tools = [ToolDescription.new(entry["name"], entry.get("description") or "", entry.get("input_schema"))
                  for entry in listing.get("tools") or []]
@@ -186,7 +189,7 @@ def offered_function_tools(tools: Sequence[Tool], tool_choice: ToolChoice | None
     (harmony/allowed_calls.py). Non-function tools (built-in tools) are rendered elsewhere.
     """
     functions = [tool for tool in tools if isinstance(tool, (FunctionTool, CustomTool, ClientSideTool, ToolSearchTool))
-                 and not (isinstance(tool, (FunctionTool, CustomTool)) and tool.defer_loading)]
+                 and not is_deferred(tool)]
     if tool_choice is None:
         return functions
     if tool_choice.mode == "none":

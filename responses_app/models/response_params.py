@@ -14,9 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from responses_app.wire.tool_types import Tool, ToolReference, tools_from_stored
-
-JsonObject = dict[str, Any]
+from responses_app.wire.tool_types import JsonObject, Tool, ToolReference, tools_from_stored
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,9 @@
 validation/tools.py makes these from a request's ``tools`` (and from the tools that a
 ``tool_search_output`` or ``additional_tools`` item loads); a Response row stores each as
 ``to_stored()``, the tool as the response echoes it; ``tool_from_stored`` reads a stored
-tool back (a row's, an item's) into the same type, without checking it again: it was
-checked at its create. The harmony prompt and the worker's tool loop read these types,
+tool back (a row's, an item's) into the same type, without checking it again (it was
+checked at its create; only a file_search tool's filters and ranking are parsed again, by
+``FileSearchTool.from_stored``). The harmony prompt and the worker's tool loop read these types,
 and harmony runs without Django, so this module imports nothing of it.
 """
 
@@ -22,7 +23,8 @@ JsonObject = dict[str, Any]
 # The type names under which the API offers web search (its aliases and dated versions).
 WEB_SEARCH_TYPES = frozenset({"web_search", "web_search_preview", "web_search_preview_2025_03_11",
                               "web_search_2025_08_26"})
-# The tools the client runs that the API types as items of their own (harmony/client_tools.py).
+# The tools the client runs that the API types as items of their own: harmony/client_tools.py's
+# CLIENT_TOOLS, which this module, below harmony, cannot import (a test holds the two alike).
 CLIENT_SIDE_TYPES = ("shell", "local_shell", "apply_patch")
 # A function name or an MCP server label: each becomes a harmony recipient, so keep it plain.
 NAME_PATTERN = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from responses_app.harmony.client_tools import CLIENT_TOOLS
 from responses_app.validation.tools import validate_tools
 from responses_app.wire.search_options import Comparison, FileSearchTool
 from responses_app.wire.tool_types import (
+    CLIENT_SIDE_TYPES,
     ClientSideTool,
     CodeInterpreterTool,
     CustomTool,
@@ -133,3 +135,7 @@ def test_a_reference_names_the_function_harmony_calls():
         "f", "f", None, None]
     assert ToolReference("apply_patch").function_name == "apply_patch"
     assert ToolReference("web_search").function_name is None
+
+
+def test_the_client_side_types_are_the_client_tools_harmony_describes():
+    assert set(CLIENT_SIDE_TYPES) == set(CLIENT_TOOLS)
